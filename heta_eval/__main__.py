@@ -1,0 +1,3 @@
+from heta_eval.cli import main
+
+main()

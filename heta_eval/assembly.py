@@ -1,0 +1,170 @@
+"""Turn a composed Hydra config into validated, ready-to-run components.
+
+Everything here is cheap (no MLflow, no index building), so a bad config fails in well
+under two seconds and before any tracking run exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError, MissingMandatoryValue
+from pydantic import ValidationError
+
+from heta_eval.components import ComponentError, instantiate
+from heta_eval.kb import KnowledgeRecipe
+from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
+from heta_eval.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
+from heta_eval.runner_settings import RunnerSettings
+from heta_eval.secrets import mask_secrets
+
+GROUPS = ("benchmark", "recipe", "evaluator", "runner", "tracking")
+# Keys that say where things are written, not what is evaluated: left out of the config hash.
+_NOT_HASHED = {"paths", "tracking", "hydra"}
+_RUNNER_NOT_HASHED = {"output_dir", "store_dir", "workspace_dir", "max_concurrent_queries"}
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; the message names the key and what was expected."""
+
+
+@dataclass
+class RunComponents:
+    """The validated pieces of one run."""
+
+    benchmark: BenchmarkProtocol
+    recipe: KnowledgeRecipe
+    evaluators: tuple[BenchmarkEvaluatorProtocol, ...]
+    settings: RunnerSettings
+    tracker: Any
+    resolved: dict[str, Any]
+    config_hash: str
+
+    def runner(self) -> BenchmarkRunner:
+        """A runner over these components."""
+        return BenchmarkRunner(
+            benchmark=self.benchmark,
+            recipe=self.recipe,
+            evaluators=self.evaluators,
+            settings=self.settings,
+        )
+
+
+def _describe(group: str, error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join([group, *(str(p) for p in item["loc"])]) if item["loc"] else group
+        message = item["msg"].removeprefix("Value error, ")
+        got = item.get("input")
+        shown = "" if isinstance(got, Mapping) else f" (got {got!r:.80})"
+        lines.append(f"{key}: {message}{shown}")
+    return "\n".join(lines)
+
+
+def resolve_config(cfg: DictConfig) -> dict[str, Any]:
+    """The config as plain data with interpolations resolved; missing values are named."""
+    missing = sorted(k for k in _missing_keys(cfg))
+    if missing:
+        raise ConfigError(
+            "\n".join(f"{key}: a value is required (set {key}=...)" for key in missing)
+        )
+    own = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    try:
+        resolved = OmegaConf.to_container(own, resolve=True)
+    except (MissingMandatoryValue, InterpolationResolutionError) as exc:
+        raise ConfigError(f"{exc.full_key}: {exc.msg}") from None
+    assert isinstance(resolved, dict)
+    return resolved
+
+
+def _missing_keys(cfg: Any, prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    if OmegaConf.is_dict(cfg):
+        for key in cfg:
+            if key == "hydra" and not prefix:
+                continue
+            dotted = f"{prefix}{key}"
+            if OmegaConf.is_missing(cfg, key):
+                keys.append(dotted)
+            else:
+                keys.extend(_missing_keys(cfg._get_node(key), f"{dotted}."))
+    return keys
+
+
+def config_hash(resolved: Mapping[str, Any]) -> str:
+    """sha256 of what determines the results (benchmark, recipe, evaluators, runner knobs)."""
+    material = {k: v for k, v in resolved.items() if k not in _NOT_HASHED}
+    runner = dict(material.get("runner") or {})
+    material["runner"] = {k: v for k, v in runner.items() if k not in _RUNNER_NOT_HASHED}
+    payload = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def _create(group: str, spec: Any, *, recursive: bool = True) -> Any:
+    if not isinstance(spec, Mapping) or "_target_" not in spec:
+        raise ConfigError(f"{group}: expected a mapping with a _target_, got {spec!r:.80}")
+    try:
+        return instantiate(spec, _recursive_=recursive)
+    except ComponentError as exc:
+        cause = exc.__cause__
+        while cause is not None and not isinstance(cause, ValidationError):
+            cause = cause.__cause__
+        if isinstance(cause, ValidationError):
+            raise ConfigError(_describe(group, cause)) from None
+        raise ConfigError(f"{group}: {exc}") from None
+
+
+def _evaluators(
+    spec: Mapping[str, Any], benchmark: BenchmarkProtocol
+) -> tuple[BenchmarkEvaluatorProtocol, ...]:
+    allowed = {"use_benchmark_defaults", "extra"}
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(f"evaluator: unknown keys {unknown}; allowed: {sorted(allowed)}")
+    chosen: list[BenchmarkEvaluatorProtocol] = []
+    if spec.get("use_benchmark_defaults", True):
+        chosen.extend(benchmark.evaluators())
+    for i, item in enumerate(spec.get("extra") or []):
+        chosen.append(_create(f"evaluator.extra[{i}]", item))
+    return tuple(chosen)
+
+
+def assemble(cfg: DictConfig) -> RunComponents:
+    """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
+    resolved = resolve_config(cfg)
+    absent = [g for g in GROUPS if resolved.get(g) is None]
+    if absent:
+        raise ConfigError(f"config groups without a selection: {absent}")
+    try:
+        settings = RunnerSettings.model_validate(resolved["runner"])
+    except ValidationError as exc:
+        raise ConfigError(_describe("runner", exc)) from None
+    benchmark = _create("benchmark", resolved["benchmark"])
+    recipe_spec = dict(resolved["recipe"])
+    if not str(recipe_spec.get("_target_", "")).strip():
+        raise ConfigError("recipe: expected a mapping with a _target_")
+    # The recipe keeps its components as specs; the knowledge base creates them when it builds.
+    recipe = _create("recipe", recipe_spec, recursive=False)
+    if not isinstance(recipe, KnowledgeRecipe):
+        raise ConfigError(f"recipe: _target_ must create a KnowledgeRecipe, got {type(recipe)}")
+    evaluators = _evaluators(resolved["evaluator"], benchmark)
+    tracker = _create("tracking", resolved["tracking"])
+    try:
+        check_run_arguments(recipe, evaluators, settings)
+    except BenchmarkError as exc:
+        raise ConfigError(str(exc)) from None
+    masked = mask_secrets(resolved)
+    return RunComponents(
+        benchmark=benchmark,
+        recipe=recipe,
+        evaluators=evaluators,
+        settings=settings,
+        tracker=tracker,
+        resolved=masked,
+        config_hash=config_hash(masked),
+    )

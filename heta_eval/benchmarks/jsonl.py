@@ -1,0 +1,181 @@
+"""JsonlBenchmark: a benchmark from two user files, documents.jsonl and cases.jsonl."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from heta_eval.benchmarks.jsonl_files import (
+    BenchmarkDataError,
+    describe_validation_error,
+    iter_jsonl,
+)
+from heta_eval.components import instantiate
+from heta_eval.evaluators import AnswerContains, EvidenceRecallAtK, NDCGAtK
+from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.records import (
+    BenchmarkCase,
+    BenchmarkDocument,
+    BenchmarkManifest,
+    BenchmarkResource,
+    BenchmarkRunUnit,
+    BenchmarkWorkspace,
+    BuildScope,
+    PreparedBenchmark,
+)
+
+CORPUS_UNIT_ID = "corpus"
+
+
+class JsonlBenchmark:
+    """A benchmark read from `documents.jsonl` and `cases.jsonl`.
+
+    documents.jsonl, one object per line: `document_id`, and one of `text` (inline),
+    `path` (relative to the file) or `source_uri`; optional `name` (default
+    `{document_id}.txt`), `media_type` (default `text/plain`), `unit_id`, `metadata`.
+
+    cases.jsonl: `case_id`, `query`, `expected` (`answers`, `evidence` with `reference_id`,
+    `locator`, `text`) — or `answers`/`evidence` at the top level — optional `unit_id`,
+    `metadata`.
+
+    With `build_scope="corpus"` one knowledge base serves every case. With `"case"` or
+    `"group"` each `unit_id` becomes its own knowledge base over the documents that carry
+    that `unit_id` (documents without one join every unit) and is queried with the cases
+    that carry it. Default evaluators: evidence recall@1 and @5, nDCG@10 and whether the
+    top-5 context holds an expected answer; `evaluators` (a list of `_target_` specs)
+    replaces them.
+    """
+
+    def __init__(
+        self,
+        documents: str | Path,
+        cases: str | Path,
+        name: str = "jsonl",
+        version: str = "1",
+        split: str = "test",
+        task_type: str = "qa",
+        build_scope: BuildScope = "corpus",
+        evaluators: Sequence[Mapping[str, Any]] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.documents_path = Path(documents).expanduser()
+        self.cases_path = Path(cases).expanduser()
+        self._manifest = BenchmarkManifest(
+            name=name,
+            version=version,
+            split=split,
+            task_type=task_type,
+            build_scope=build_scope,
+            metadata=dict(metadata or {}),
+        )
+        self._evaluator_specs = [dict(s) for s in evaluators] if evaluators is not None else None
+
+    @property
+    def manifest(self) -> BenchmarkManifest:
+        return self._manifest
+
+    def resources(self) -> tuple[BenchmarkResource, ...]:
+        return ()
+
+    async def prepare(self, workspace: BenchmarkWorkspace) -> PreparedBenchmark:
+        for label, path in (("documents", self.documents_path), ("cases", self.cases_path)):
+            if not path.is_file():
+                raise BenchmarkDataError(
+                    f"benchmark.{label}: file not found: {path} (an absolute path, or one "
+                    "relative to the directory heta-eval was started in)"
+                )
+        return PreparedBenchmark(
+            manifest=self.manifest,
+            root=self.documents_path.parent.resolve(),
+            paths={"documents": self.documents_path.resolve(), "cases": self.cases_path.resolve()},
+        )
+
+    @cached_property
+    def _documents(self) -> tuple[tuple[BenchmarkDocument, str | None], ...]:
+        rows = []
+        for lineno, raw in iter_jsonl(self.documents_path):
+            record = dict(raw)
+            unit_id = record.pop("unit_id", None)
+            if "text" in record:
+                record["data"] = record.pop("text")
+            if record.get("path") is not None:
+                record["path"] = (self.documents_path.parent / record["path"]).resolve()
+            if "name" not in record and isinstance(record.get("document_id"), str):
+                record["name"] = f"{record['document_id']}.txt"
+            try:
+                document = BenchmarkDocument.model_validate(record)
+            except ValidationError as exc:
+                raise BenchmarkDataError(
+                    describe_validation_error(self.documents_path, lineno, exc)
+                ) from None
+            rows.append((document, unit_id))
+        return tuple(rows)
+
+    @cached_property
+    def _cases(self) -> tuple[tuple[BenchmarkCase, str | None], ...]:
+        rows = []
+        for lineno, raw in iter_jsonl(self.cases_path):
+            record = dict(raw)
+            unit_id = record.pop("unit_id", None)
+            shorthand = {k: record.pop(k) for k in ("answers", "evidence") if k in record}
+            if shorthand:
+                if "expected" in record:
+                    raise BenchmarkDataError(
+                        f"{self.cases_path}:{lineno}: give answers/evidence either inside "
+                        "'expected' or at the top level, not both"
+                    )
+                record["expected"] = shorthand
+            try:
+                case = BenchmarkCase.model_validate(record)
+            except ValidationError as exc:
+                raise BenchmarkDataError(
+                    describe_validation_error(self.cases_path, lineno, exc)
+                ) from None
+            rows.append((case, unit_id))
+        return tuple(rows)
+
+    async def documents(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkDocument]:
+        for document, _ in self._documents:
+            yield document
+
+    async def cases(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkCase]:
+        for case, _ in self._cases:
+            yield case
+
+    async def run_units(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkRunUnit]:
+        if self.manifest.build_scope == "corpus":
+            yield BenchmarkRunUnit(unit_id=CORPUS_UNIT_ID)
+            return
+        unit_cases: dict[str, list[str]] = {}
+        for case, unit_id in self._cases:
+            if unit_id is None:
+                raise BenchmarkDataError(
+                    f"{self.cases_path}: case {case.case_id!r} has no unit_id, which "
+                    f"build_scope={self.manifest.build_scope!r} needs (or use build_scope=corpus)"
+                )
+            unit_cases.setdefault(str(unit_id), []).append(case.case_id)
+        shared = [d.document_id for d, u in self._documents if u is None]
+        for unit_id, case_ids in unit_cases.items():
+            own = [d.document_id for d, u in self._documents if u is not None and str(u) == unit_id]
+            if not own and not shared:
+                raise BenchmarkDataError(
+                    f"{self.documents_path}: no document has unit_id {unit_id!r}, "
+                    f"which cases in {self.cases_path} use"
+                )
+            yield BenchmarkRunUnit(
+                unit_id=unit_id, document_ids=tuple(shared + own), case_ids=tuple(case_ids)
+            )
+
+    def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]:
+        if self._evaluator_specs is not None:
+            return tuple(instantiate(spec) for spec in self._evaluator_specs)
+        return (
+            EvidenceRecallAtK(k=1),
+            EvidenceRecallAtK(k=5),
+            NDCGAtK(k=10),
+            AnswerContains(target="context", k=5),
+        )

@@ -1,0 +1,54 @@
+"""Reading JSON Lines files with errors that name the file, the line and the field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class BenchmarkDataError(ValueError):
+    """Malformed benchmark data, located by file and line."""
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line of a UTF-8 JSONL file."""
+    try:
+        handle = path.open("r", encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise BenchmarkDataError(f"{path}: file not found") from None
+    with handle:
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise BenchmarkDataError(
+                        f"{path}:{lineno}: invalid JSON at column {exc.colno}: {exc.msg}"
+                    ) from None
+                if not isinstance(value, dict):
+                    raise BenchmarkDataError(
+                        f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}"
+                    )
+                yield lineno, value
+        except UnicodeDecodeError as exc:
+            raise BenchmarkDataError(
+                f"{path}: not valid UTF-8 at byte {exc.start} ({exc.reason}); "
+                "re-encode the file as UTF-8"
+            ) from None
+
+
+def describe_validation_error(path: Path, lineno: int, error: ValidationError) -> str:
+    """One readable message per invalid field: `file:line: field: problem (got value)`."""
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "(record)"
+        got = item.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r:.80})"
+        parts.append(f"{path}:{lineno}: {field}: {item['msg']}{shown}")
+    return "\n".join(parts)

@@ -1,0 +1,134 @@
+"""The `heta-eval` command: a Hydra app that evaluates a recipe on a benchmark."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from heta_eval import __version__
+from heta_eval.assembly import ConfigError, RunComponents, assemble
+from heta_eval.records import EvaluationReport
+
+log = logging.getLogger("heta_eval")
+# Overrides that say where things go, not what is evaluated; left out of run names.
+_NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir")
+
+
+def config_dir() -> Path:
+    """The Hydra config groups: inside the package in a wheel, `conf/` in a source checkout."""
+    packaged = Path(__file__).resolve().parent / "conf"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "conf"
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _run_tags(components: RunComponents, overrides: list[str]) -> dict[str, str]:
+    manifest = components.benchmark.manifest
+    tags = {
+        "heta_eval.version": __version__,
+        "heta_eval.config_hash": components.config_hash,
+        "benchmark.name": manifest.name,
+        "benchmark.version": manifest.version,
+        "benchmark.split": manifest.split,
+        "benchmark.build_scope": manifest.build_scope,
+        "recipe.name": components.recipe.name,
+        "heta_eval.overrides": " ".join(overrides),
+    }
+    commit = _git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    return tags
+
+
+async def _execute(
+    components: RunComponents, overrides: list[str], parent_run_id: str | None
+) -> EvaluationReport:
+    runner = components.runner()
+    contents = await runner.load()
+    tracker = components.tracker
+    manifest = components.benchmark.manifest
+    run_name = f"{manifest.name}/{components.recipe.name}"
+    shown = [o for o in overrides if not o.lstrip("+~").startswith(_NOT_IN_RUN_NAME)]
+    if shown:
+        run_name += " " + ",".join(shown)
+    start_args: dict[str, Any] = {
+        "run_name": run_name,
+        "config": components.resolved,
+        "tags": _run_tags(components, overrides),
+    }
+    if parent_run_id:
+        start_args["parent_run_id"] = parent_run_id
+    tracker.start(**start_args)
+    try:
+        report = await runner.evaluate(contents)
+        out = components.settings.output_dir
+        resolved_yaml = out / "config.resolved.yaml"
+        resolved_yaml.write_text(OmegaConf.to_yaml(components.resolved), encoding="utf-8")
+        tracker.log_report(report, {"report": out / "report.json", "config": resolved_yaml})
+    except BaseException:
+        tracker.end("FAILED")
+        raise
+    tracker.end("FINISHED")
+    return report
+
+
+def run(cfg: DictConfig) -> EvaluationReport:
+    """Validate `cfg`, evaluate, track, and return the report (raises ConfigError early)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from heta_eval.console import print_summary
+    from heta_eval.tracking.sweep import parent_run_id
+
+    hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
+    components = assemble(cfg)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    parent = None
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        parent = parent_run_id(hydra_cfg.sweep.dir)
+    overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
+    report = asyncio.run(_execute(components, overrides, parent))
+    print_summary(
+        report,
+        run_dir=str(components.settings.output_dir),
+        tracking=components.tracker.describe(),
+    )
+    return report
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def _hydra_main(cfg: DictConfig) -> None:
+    try:
+        run(cfg)
+    except ConfigError as exc:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(2)
+
+
+def main() -> None:
+    """Console entry point of `heta-eval`."""
+    _hydra_main()

@@ -1,0 +1,59 @@
+"""Create components from `_target_` specs, with errors that say what was meant."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+
+class ComponentError(ValueError):
+    """A `_target_` that cannot be imported or a component that refuses its arguments."""
+
+
+def _nearest_names(module_path: str, name: str) -> list[str]:
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError:
+        return []
+    public = [n for n in dir(module) if not n.startswith("_")]
+    return [f"{module_path}.{n}" for n in difflib.get_close_matches(name, public, n=3)]
+
+
+def resolve_target(path: str) -> Any:
+    """Import `package.module.Name`; the error names the target and the nearest valid names."""
+    if not isinstance(path, str) or "." not in path:
+        raise ComponentError(
+            f"_target_ must be a dotted path like 'package.module.Name', got {path!r}"
+        )
+    module_path, _, name = path.rpartition(".")
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        parent, _, leaf = module_path.rpartition(".")
+        hint = _nearest_names(parent, leaf) if parent else []
+        suffix = f"; did you mean {', '.join(hint)}?" if hint else ""
+        raise ComponentError(f"cannot import module of _target_ {path!r}: {exc}{suffix}") from exc
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        hint = _nearest_names(module_path, name)
+        suffix = f"; did you mean {', '.join(hint)}?" if hint else ""
+        raise ComponentError(
+            f"_target_ {path!r} not found in module {module_path}{suffix}"
+        ) from None
+
+
+def instantiate(spec: Mapping[str, Any], /, **overrides: Any) -> Any:
+    """Create the object a `{_target_: ..., **kwargs}` spec describes (Hydra semantics)."""
+    from hydra.utils import instantiate as hydra_instantiate
+
+    if "_target_" not in spec:
+        raise ComponentError(f"component spec has no _target_: {dict(spec)!r}")
+    resolve_target(spec["_target_"])
+    try:
+        return hydra_instantiate(dict(spec), _convert_="all", **overrides)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        raise ComponentError(f"cannot create {spec['_target_']}: {cause}") from exc

@@ -1,0 +1,47 @@
+"""Aggregate per-case scores into the report's score summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from heta_eval.records import EvaluationCaseResult, ScoreAggregate
+
+
+def summary_key(query_mode: str, metric: str) -> str:
+    """Key of a metric in `EvaluationReport.score_summary`: `"{query_mode}.{metric}"`."""
+    return f"{query_mode}.{metric}"
+
+
+def summarize(
+    results: Sequence[EvaluationCaseResult],
+    query_modes: Sequence[str],
+    metrics: Sequence[str],
+) -> tuple[dict[str, float], dict[str, ScoreAggregate]]:
+    """Mean of each metric over the cases it scored, per query mode.
+
+    Skipped scores (value None) and failed cases are counted, never averaged in. A metric
+    that scored no case has no entry in the summary, only in the details.
+    """
+    summary: dict[str, float] = {}
+    details: dict[str, ScoreAggregate] = {}
+    for mode in query_modes:
+        mode_results = [r for r in results if r.query_mode == mode]
+        for metric in metrics:
+            values: list[float] = []
+            skipped = failed = 0
+            for result in mode_results:
+                score = next((s for s in result.scores if s.name == metric), None)
+                if score is None:
+                    failed += 1
+                elif score.value is None:
+                    skipped += 1
+                else:
+                    values.append(score.value)
+            key = summary_key(mode, metric)
+            mean = sum(values) / len(values) if values else None
+            if mean is not None:
+                summary[key] = mean
+            details[key] = ScoreAggregate(
+                mean=mean, scored=len(values), skipped=skipped, failed=failed
+            )
+    return summary, details

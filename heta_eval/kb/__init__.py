@@ -1,0 +1,26 @@
+"""The embedded knowledge-base engine: object store, parsers, chunkers, indexes, recipes."""
+
+from heta_eval.kb.bm25 import BM25Index
+from heta_eval.kb.chunking import FixedSizeChunker
+from heta_eval.kb.documents import Chunk, ParsedSource, RawSource, Segment
+from heta_eval.kb.knowledge_base import KnowledgeBase, UnknownQueryModeError
+from heta_eval.kb.parsing import ParseError, PlainTextParser
+from heta_eval.kb.recipe import KnowledgeRecipe
+from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, ObjectStore
+
+__all__ = [
+    "BM25Index",
+    "Chunk",
+    "FixedSizeChunker",
+    "InvalidKeyError",
+    "KnowledgeBase",
+    "KnowledgeRecipe",
+    "LocalObjectStore",
+    "ObjectStore",
+    "ParseError",
+    "ParsedSource",
+    "PlainTextParser",
+    "RawSource",
+    "Segment",
+    "UnknownQueryModeError",
+]

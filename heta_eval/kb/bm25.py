@@ -1,0 +1,83 @@
+"""BM25 retrieval with the bm25s library (sparse, vectorised scoring)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Literal
+
+from heta_eval.kb.documents import Chunk
+from heta_eval.kb.indexes import Hits
+
+Bm25Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
+
+
+class BM25Index:
+    """Builds a BM25 index over chunk texts with bm25s.
+
+    Tokenisation follows bm25s: lower-cased `\\w\\w+` tokens, stopwords removed (`"en"`, a
+    list, or None), stemmed with PyStemmer when `stemmer` names a language (None disables
+    it). `k1`, `b`, `delta` and `method` are bm25s's own parameters.
+    """
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        delta: float = 0.5,
+        method: Bm25Method = "lucene",
+        stemmer: str | None = "english",
+        stopwords: str | list[str] | None = "en",
+    ) -> None:
+        if k1 < 0:
+            raise ValueError(f"k1 must be >= 0, got {k1}")
+        if not 0 <= b <= 1:
+            raise ValueError(f"b must be within [0, 1], got {b}")
+        if method not in ("robertson", "lucene", "atire", "bm25l", "bm25+"):
+            raise ValueError(f"unknown BM25 method {method!r}")
+        self.k1, self.b, self.delta, self.method = k1, b, delta, method
+        self.stemmer = stemmer
+        self.stopwords = stopwords
+
+    def _tokenizer(self):  # type: ignore[no-untyped-def]
+        import Stemmer
+        from bm25s.tokenization import Tokenizer
+
+        stemmer = Stemmer.Stemmer(self.stemmer) if self.stemmer else None
+        return Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [])
+
+    def build(self, chunks: Sequence[Chunk]) -> BuiltBM25Index:
+        """Tokenise and index `chunks`; positions in the result refer to this sequence."""
+        import bm25s
+
+        # bm25s sets its own logger to DEBUG; keep its per-build chatter out of run logs.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        tokenizer = self._tokenizer()
+        tokens = tokenizer.tokenize(
+            [c.text for c in chunks], update_vocab=True, return_as="tuple", show_progress=False
+        )
+        retriever = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
+        retriever.index(tokens, show_progress=False)
+        return BuiltBM25Index(tokenizer, retriever, len(chunks))
+
+
+class BuiltBM25Index:
+    """A queryable BM25 index; chunks that share no term with the query are not returned."""
+
+    def __init__(self, tokenizer, retriever, size: int) -> None:  # type: ignore[no-untyped-def]
+        self._tokenizer = tokenizer
+        self._retriever = retriever
+        self.size = size
+
+    def search(self, queries: Sequence[str], top_k: int) -> list[Hits]:
+        if not queries or self.size == 0:
+            return [[] for _ in queries]
+        token_ids = self._tokenizer.tokenize(
+            list(queries), update_vocab=False, return_as="ids", show_progress=False
+        )
+        k = min(top_k, self.size)
+        positions, scores = self._retriever.retrieve(token_ids, k=k, show_progress=False)
+        return [
+            [(int(p), float(s)) for p, s in zip(row_p, row_s, strict=True) if s > 0]
+            for row_p, row_s in zip(positions, scores, strict=True)
+        ]

@@ -1,0 +1,201 @@
+"""KnowledgeBase: built from raw objects by a recipe, then queried by mode."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from heta_eval.kb.documents import Chunk, RawSource
+from heta_eval.kb.indexes import Hits, SearchIndex
+from heta_eval.kb.recipe import KnowledgeRecipe
+from heta_eval.kb.store import ObjectStore
+from heta_eval.records import (
+    BuildStep,
+    KnowledgeBaseManifest,
+    QueryResponse,
+    QueryResult,
+    SourceRef,
+)
+
+
+class UnknownQueryModeError(ValueError):
+    """A query mode the knowledge base's recipe does not offer."""
+
+
+class KnowledgeBase:
+    """An intermediate build product: chunks of the raw sources and one index per query mode.
+
+    Create it with `await KnowledgeBase.create(recipe=..., name=..., store=..., sources=...)`.
+    A source that cannot be read or parsed is recorded in `manifest().document_errors` and
+    the build goes on with the others.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        recipe: KnowledgeRecipe,
+        chunks: Sequence[Chunk],
+        indexes: Mapping[str, SearchIndex],
+        manifest: KnowledgeBaseManifest,
+    ) -> None:
+        self.name = name
+        self.recipe = recipe
+        self._chunks = tuple(chunks)
+        self._indexes = dict(indexes)
+        self._manifest = manifest
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        recipe: KnowledgeRecipe,
+        name: str,
+        store: ObjectStore,
+        sources: Sequence[RawSource],
+    ) -> KnowledgeBase:
+        """Build a knowledge base from `sources` (keys in `store`) following `recipe`."""
+        return await asyncio.to_thread(cls._build, recipe, name, store, sources)
+
+    @classmethod
+    def _build(
+        cls, recipe: KnowledgeRecipe, name: str, store: ObjectStore, sources: Sequence[RawSource]
+    ) -> KnowledgeBase:
+        started = time.perf_counter()
+        steps: list[BuildStep] = []
+        errors: dict[str, str] = {}
+
+        t0 = time.perf_counter()
+        parser = recipe.create_parser()
+        parsed = []
+        for source in sources:
+            try:
+                parsed.append(parser.parse(source, store.get(source.key)))
+            except Exception as exc:
+                errors[source.key] = f"{type(exc).__name__}: {exc}"
+        steps.append(
+            BuildStep(
+                name="parse",
+                component=recipe.parser["_target_"],
+                seconds=time.perf_counter() - t0,
+                counts={"sources": len(sources), "parsed": len(parsed), "failed": len(errors)},
+            )
+        )
+
+        t0 = time.perf_counter()
+        chunker = recipe.create_chunker()
+        chunks: list[Chunk] = []
+        for item in parsed:
+            chunks.extend(chunker.chunk(item))
+        steps.append(
+            BuildStep(
+                name="chunk",
+                component=recipe.chunker["_target_"],
+                seconds=time.perf_counter() - t0,
+                counts={"chunks": len(chunks)},
+            )
+        )
+
+        indexes: dict[str, SearchIndex] = {}
+        for mode, builder in recipe.create_index_builders().items():
+            t0 = time.perf_counter()
+            indexes[mode] = builder.build(chunks)
+            steps.append(
+                BuildStep(
+                    name=f"index:{mode}",
+                    component=recipe.indexes[mode]["_target_"],
+                    seconds=time.perf_counter() - t0,
+                    counts={"chunks": len(chunks)},
+                )
+            )
+
+        manifest = KnowledgeBaseManifest(
+            name=name,
+            recipe_name=recipe.name,
+            query_modes=recipe.query_modes,
+            source_keys=tuple(s.key for s in sources),
+            steps=tuple(steps),
+            counts={
+                "sources": len(sources),
+                "documents": len(parsed),
+                "chunks": len(chunks),
+                "document_errors": len(errors),
+            },
+            build_seconds=time.perf_counter() - started,
+            document_errors=errors,
+        )
+        return cls(name=name, recipe=recipe, chunks=chunks, indexes=indexes, manifest=manifest)
+
+    def manifest(self) -> KnowledgeBaseManifest:
+        """What was built: steps, counts, build seconds and document errors."""
+        return self._manifest
+
+    @property
+    def query_modes(self) -> tuple[str, ...]:
+        """The query modes this knowledge base answers."""
+        return self.recipe.query_modes
+
+    def _index(self, mode: str) -> SearchIndex:
+        try:
+            return self._indexes[mode]
+        except KeyError:
+            raise UnknownQueryModeError(
+                f"query mode {mode!r} is not offered by recipe {self.recipe.name!r}; "
+                f"available: {list(self.recipe.query_modes)}"
+            ) from None
+
+    def _response(self, text: str, mode: str, hits: Hits, seconds: float) -> QueryResponse:
+        results = []
+        for position, score in hits:
+            chunk = self._chunks[position]
+            results.append(
+                QueryResult(
+                    id=chunk.chunk_id,
+                    text=chunk.text,
+                    score=score,
+                    kind="chunk",
+                    source=SourceRef(
+                        source_key=chunk.source_key,
+                        document_id=chunk.document_id,
+                        chunk_id=chunk.chunk_id,
+                        chunk_index=chunk.chunk_index,
+                        start_char=chunk.start_char,
+                        end_char=chunk.end_char,
+                        **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
+                    ),
+                )
+            )
+        return QueryResponse(
+            query=text,
+            mode=mode,
+            results=tuple(results),
+            trace={"retrieval_seconds": seconds, "candidates": len(hits)},
+        )
+
+    async def query(
+        self, text: str, *, mode: str, top_k: int = 10, options: Mapping[str, Any] | None = None
+    ) -> QueryResponse:
+        """Rank this knowledge base's chunks for `text` with query mode `mode`."""
+        return (await self.query_many([text], mode=mode, top_k=top_k, options=options))[0]
+
+    async def query_many(
+        self,
+        texts: Sequence[str],
+        *,
+        mode: str,
+        top_k: int = 10,
+        options: Mapping[str, Any] | None = None,
+    ) -> list[QueryResponse]:
+        """Rank for several queries at once (one vectorised call into the index)."""
+        if top_k <= 0:
+            raise ValueError(f"top_k must be a positive integer, got {top_k}")
+        index = self._index(mode)
+        started = time.perf_counter()
+        hits = index.search(list(texts), top_k)
+        seconds = (time.perf_counter() - started) / max(len(texts), 1)
+        return [self._response(t, mode, h, seconds) for t, h in zip(texts, hits, strict=True)]
+
+
+_LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})

@@ -1,0 +1,101 @@
+"""KnowledgeRecipe: the declarative build plan of a knowledge base."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from heta_eval.components import instantiate, resolve_target
+from heta_eval.records._base import JsonDict, NonEmptyStr, Record
+from heta_eval.secrets import mask_secrets
+
+
+def _as_plain(value: Any) -> Any:
+    """OmegaConf containers become plain dicts and lists."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf is a core dependency
+        return value
+    if isinstance(value, DictConfig | ListConfig):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+class KnowledgeRecipe(Record):
+    """How to build a knowledge base: parser → chunker → indexes, and the query modes offered.
+
+    Components are `_target_` specs, created when a knowledge base is built, so the recipe
+    itself stays a plain, serialisable description (its `manifest()` is logged with every
+    report). `chunk_size` and `chunk_overlap` live at the top so sweeps can address them
+    as `recipe.chunk_size`; the chunker spec refers to them.
+    """
+
+    name: NonEmptyStr
+    description: str = ""
+    chunk_size: int | None = Field(default=None, gt=0)
+    chunk_overlap: int = Field(default=0, ge=0)
+    parser: JsonDict
+    chunker: JsonDict
+    indexes: dict[str, JsonDict]
+    query_modes: tuple[str, ...] = ()
+    metadata: JsonDict = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain(cls, data: Any) -> Any:
+        data = _as_plain(data)
+        if isinstance(data, dict):
+            return {k: _as_plain(v) for k, v in data.items() if k not in ("_target_",)}
+        return data
+
+    @field_validator("parser", "chunker")
+    @classmethod
+    def _is_component(cls, value: JsonDict, info: Any) -> JsonDict:
+        if "_target_" not in value:
+            raise ValueError(f"{info.field_name} needs a _target_")
+        resolve_target(value["_target_"])
+        return value
+
+    @field_validator("indexes")
+    @classmethod
+    def _indexes(cls, value: dict[str, JsonDict]) -> dict[str, JsonDict]:
+        if not value:
+            raise ValueError("a recipe needs at least one index")
+        for mode, spec in value.items():
+            if "_target_" not in spec:
+                raise ValueError(f"index {mode!r} needs a _target_")
+            resolve_target(spec["_target_"])
+        return value
+
+    @model_validator(mode="after")
+    def _modes(self) -> KnowledgeRecipe:
+        if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                f"chunk_size ({self.chunk_size})"
+            )
+        if not self.query_modes:
+            object.__setattr__(self, "query_modes", tuple(self.indexes))
+        unknown = [m for m in self.query_modes if m not in self.indexes]
+        if unknown:
+            raise ValueError(
+                f"query_modes {unknown} have no index; available: {sorted(self.indexes)}"
+            )
+        return self
+
+    def create_parser(self) -> Any:
+        """The parser this recipe names."""
+        return instantiate(self.parser)
+
+    def create_chunker(self) -> Any:
+        """The chunker this recipe names."""
+        return instantiate(self.chunker)
+
+    def create_index_builders(self) -> dict[str, Any]:
+        """One index builder per query mode."""
+        return {mode: instantiate(spec) for mode, spec in self.indexes.items()}
+
+    def manifest(self) -> JsonDict:
+        """The recipe as JSON-ready data (secrets masked), for reports, tags and cache keys."""
+        return mask_secrets(self.model_dump(mode="json"))

@@ -1,0 +1,120 @@
+"""Records of an evaluation: per-case scores and errors, and the final report."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from heta_eval.records._base import JsonDict, NonEmptyStr, Record
+from heta_eval.records.benchmark import BenchmarkManifest
+from heta_eval.records.query import KnowledgeBaseManifest
+
+REPORT_SCHEMA_VERSION = "1"
+
+
+class EvaluationScore(Record):
+    """One metric value for one case; `value` is None when the metric does not apply."""
+
+    name: NonEmptyStr
+    value: float | None
+    skipped_reason: str | None = None
+    details: JsonDict = Field(default_factory=dict)
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"a score must be a finite number or None, got {value}")
+        return value
+
+
+class EvaluationError(Record):
+    """Why a case could not be scored: the stage that failed and the exception."""
+
+    stage: Literal["build", "query", "evaluate"]
+    error_type: NonEmptyStr
+    message: str
+    evaluator: str | None = None
+
+
+class RetrievedItem(Record):
+    """Compact record of one retrieved result kept in a case result (text left out)."""
+
+    id: str
+    score: float
+    document_id: str
+    chunk_id: str | None = None
+    source_key: str | None = None
+    page_index: int | None = None
+
+
+class EvaluationCaseResult(Record):
+    """The outcome of one case under one query mode."""
+
+    case_id: NonEmptyStr
+    unit_id: NonEmptyStr
+    query_mode: NonEmptyStr
+    query: str
+    scores: tuple[EvaluationScore, ...] = ()
+    retrieved: tuple[RetrievedItem, ...] = ()
+    answer: str | None = None
+    latency_seconds: float | None = Field(default=None, ge=0)
+    scoring_seconds: float | None = Field(default=None, ge=0)
+    error: EvaluationError | None = None
+
+    def score(self, name: str) -> float | None:
+        """Value of metric `name` for this case, or None when absent or skipped."""
+        for item in self.scores:
+            if item.name == name:
+                return item.value
+        return None
+
+
+class ScoreAggregate(Record):
+    """Mean of one metric over one query mode, with how many cases it covers."""
+
+    mean: float | None
+    scored: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+    failed: int = Field(ge=0)
+
+
+class EvaluationReport(Record):
+    """The final product of a run: what was evaluated, how, and every case's outcome."""
+
+    report_id: NonEmptyStr
+    benchmark: BenchmarkManifest
+    knowledge_base_name: NonEmptyStr
+    knowledge_base_manifests: tuple[KnowledgeBaseManifest, ...]
+    recipe_manifest: JsonDict
+    query_modes: tuple[str, ...]
+    score_summary: dict[str, float]
+    score_details: dict[str, ScoreAggregate] = Field(default_factory=dict)
+    case_results: tuple[EvaluationCaseResult, ...]
+    started_at: datetime
+    finished_at: datetime
+    schema_version: str = REPORT_SCHEMA_VERSION
+    metadata: JsonDict = Field(default_factory=dict)
+
+    @property
+    def failed_cases(self) -> tuple[EvaluationCaseResult, ...]:
+        """Case results that carry an error."""
+        return tuple(r for r in self.case_results if r.error is not None)
+
+    def write_json(self, path: Path) -> Path:
+        """Write the report atomically (temp file + rename), so a crash never leaves half a file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def read_json(cls, path: Path) -> EvaluationReport:
+        """Load and validate a report written by `write_json`."""
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))

@@ -1,0 +1,66 @@
+"""Records that a knowledge base returns: query results with provenance, and its manifest."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from heta_eval.records._base import JsonDict, NonEmptyStr, Record
+
+
+class SourceRef(Record):
+    """Provenance of a retrieved item: the raw key it came from and where inside it."""
+
+    source_key: NonEmptyStr
+    document_id: NonEmptyStr
+    chunk_id: str | None = None
+    chunk_index: int | None = None
+    start_char: int | None = None
+    end_char: int | None = None
+    page_index: int | None = None
+    table_id: str | None = None
+    row_index: int | None = None
+    column: str | None = None
+    metadata: JsonDict = Field(default_factory=dict)
+
+
+class QueryResult(Record):
+    """One ranked item of a query response."""
+
+    id: NonEmptyStr
+    text: str
+    score: float
+    kind: str = "chunk"
+    source: SourceRef
+
+
+class QueryResponse(Record):
+    """What `KnowledgeBase.query` returns: ranked results, an optional answer, and a trace."""
+
+    query: str
+    mode: NonEmptyStr
+    results: tuple[QueryResult, ...] = ()
+    answer: str | None = None
+    citations: tuple[str, ...] = ()
+    trace: JsonDict = Field(default_factory=dict)
+
+
+class BuildStep(Record):
+    """One step of a knowledge-base build with what it produced and how long it took."""
+
+    name: NonEmptyStr
+    component: str
+    seconds: float = Field(ge=0)
+    counts: dict[str, int] = Field(default_factory=dict)
+
+
+class KnowledgeBaseManifest(Record):
+    """What was built: the recipe, the sources, the steps, counts and build time."""
+
+    name: NonEmptyStr
+    recipe_name: NonEmptyStr
+    query_modes: tuple[str, ...]
+    source_keys: tuple[str, ...]
+    steps: tuple[BuildStep, ...]
+    counts: dict[str, int] = Field(default_factory=dict)
+    build_seconds: float = Field(ge=0)
+    document_errors: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,7 @@
+"""Trackers record runs; MLflow is imported only when a tracked run starts."""
+
+from heta_eval.tracking.base import NullTracker, Tracker
+from heta_eval.tracking.mlflow_tracker import MlflowTracker
+from heta_eval.tracking.naming import flat_params, metric_name
+
+__all__ = ["MlflowTracker", "NullTracker", "Tracker", "flat_params", "metric_name"]

@@ -1,0 +1,66 @@
+"""Shared fixtures: paths to the real datasets, a recipe from the real config, a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from heta_eval.kb import KnowledgeRecipe
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+SCIFACT = SHARED / "datasets" / "beir" / "scifact"
+
+
+def load_recipe(name: str = "bm25", **overrides: object) -> KnowledgeRecipe:
+    """A recipe from `conf/recipe/{name}.yaml`, as the CLI would build it."""
+    spec = yaml.safe_load((REPO / "conf" / "recipe" / f"{name}.yaml").read_text())
+    spec.update(overrides)
+    spec["chunker"]["chunk_size"] = spec["chunk_size"]
+    spec["chunker"]["chunk_overlap"] = spec["chunk_overlap"]
+    return KnowledgeRecipe.model_validate(spec)
+
+
+@pytest.fixture
+def bm25_recipe() -> KnowledgeRecipe:
+    return load_recipe()
+
+
+@pytest.fixture(scope="session")
+def scifact_dir() -> Path:
+    if not (SCIFACT / "corpus.jsonl").is_file():
+        pytest.skip(f"SciFact not found at {SCIFACT}")
+    return SCIFACT
+
+
+CliRunner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path) -> CliRunner:
+    """Run `python -m heta_eval ARGS` in a fresh directory with outputs under tmp_path."""
+
+    def run(
+        *args: str, root: Path | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+        env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+        flags = [a for a in args if a.startswith("-")]
+        overrides = [a for a in args if not a.startswith("-")]
+        root_override = f"paths.root={root or tmp_path / 'outputs'}"
+        return subprocess.run(
+            [sys.executable, "-m", "heta_eval", *flags, root_override, *overrides],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run

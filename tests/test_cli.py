@@ -1,0 +1,143 @@
+"""The `heta-eval` command end to end: real subprocesses, a real MLflow store read back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from heta_eval.benchmarks.sample import SAMPLE_DATA
+from heta_eval.records import EvaluationReport
+
+from .conftest import CliRunner
+
+
+def _client(root: Path) -> MlflowClient:
+    return MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+
+
+def _report_path(stdout: str) -> Path:
+    line = next(line for line in stdout.splitlines() if line.startswith("report: "))
+    return Path(line.removeprefix("report: "))
+
+
+def test_default_run_prints_scores_and_logs_everything_to_mlflow(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    proc = run_cli()
+    assert proc.returncode == 0, proc.stderr
+    assert "evidence_recall@1" in proc.stdout and "48 case results (0 failed)" in proc.stdout
+    report = EvaluationReport.read_json(_report_path(proc.stdout))
+    root = tmp_path / "outputs"
+
+    client = _client(root)
+    experiment = client.get_experiment_by_name("heta_eval")
+    assert experiment.artifact_location == (root / "mlruns").as_uri()
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED" and run.info.run_name == "sample/bm25"
+    params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
+    assert params["recipe.name"] == "bm25" and params["runner.top_k"] == "10"
+    assert params["recipe.indexes.bm25.k1"] == "1.5" and params["recipe.chunk_size"] == "null"
+    for key, value in report.score_summary.items():
+        safe = key.replace("@", "_at_")
+        assert metrics[safe] == pytest.approx(value)
+    assert metrics["bm25.evidence_recall_at_5.scored"] == 48
+    assert {"kb.build_seconds", "bm25.latency_p50_seconds", "bm25.latency_p95_seconds"} <= set(
+        metrics
+    )
+    assert tags["benchmark.name"] == "sample" and tags["benchmark.split"] == "test"
+    assert tags["recipe.name"] == "bm25" and len(tags["heta_eval.config_hash"]) == 16
+    assert tags["heta_eval.version"]
+
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"report.json", "config.resolved.yaml", "case_results.json"} <= artifacts
+    table = json.loads(
+        Path(
+            client.download_artifacts(run.info.run_id, "case_results.json", str(tmp_path))
+        ).read_text()
+    )
+    columns = table["columns"]
+    assert {
+        "case_id",
+        "unit_id",
+        "query_mode",
+        "evidence_recall@5",
+        "latency_seconds",
+        "error",
+    } <= set(columns)
+    assert len(table["data"]) == 48
+    logged = EvaluationReport.model_validate_json(
+        Path(
+            client.download_artifacts(run.info.run_id, "report.json", str(tmp_path / "dl"))
+        ).read_text()
+    )
+    assert logged == report
+
+
+def test_invalid_config_fails_fast_without_an_mlflow_run(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    proc = run_cli("runner.top_k=-1")
+    assert proc.returncode == 2
+    assert "runner.top_k: Input should be greater than 0 (got -1)" in proc.stderr
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()
+    unknown = run_cli("recipe=bm52")
+    assert unknown.returncode != 0 and "Could not find 'recipe/bm52'" in unknown.stderr
+    assert "bm25" in unknown.stderr  # the available options are listed
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()
+
+
+def test_multirun_groups_jobs_under_a_parent_run(run_cli: CliRunner, tmp_path: Path) -> None:
+    proc = run_cli("-m", "recipe.chunk_size=16,32")
+    assert proc.returncode == 0, proc.stderr
+    client = _client(tmp_path / "outputs")
+    runs = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
+    parents = [r for r in runs if r.data.tags.get("heta_eval.kind") == "sweep"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 2
+    assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in children)
+    assert sorted(r.data.params["recipe.chunk_size"] for r in children) == ["16", "32"]
+    assert len({r.data.tags["heta_eval.config_hash"] for r in children}) == 2
+    assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_user_jsonl_files_in_the_units_shape_without_tracking(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    proc = run_cli(
+        "benchmark=jsonl",
+        f"benchmark.documents={SAMPLE_DATA / 'documents.jsonl'}",
+        f"benchmark.cases={SAMPLE_DATA / 'cases.jsonl'}",
+        "benchmark.name=mine",
+        "benchmark.build_scope=case",
+        "runner.limit=20",
+        "tracking=none",
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = EvaluationReport.read_json(_report_path(proc.stdout))
+    assert report.benchmark.name == "mine" and len(report.case_results) == 20
+    assert len(report.knowledge_base_manifests) == 2
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()
+    assert (tmp_path / "outputs" / "store" / "raw" / "benchmarks" / "mine" / "test").is_dir()
+
+
+def test_bad_user_data_is_reported_with_file_and_line(run_cli: CliRunner, tmp_path: Path) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"document_id": "a", "text": "fine"}\n{"document_id": "b", "text": \n')
+    proc = run_cli(
+        "benchmark=jsonl",
+        f"benchmark.documents={docs}",
+        f"benchmark.cases={SAMPLE_DATA / 'cases.jsonl'}",
+    )
+    assert proc.returncode != 0
+    assert f"{docs}:2: invalid JSON" in proc.stderr
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()
+
+
+def test_help_lists_the_config_groups(run_cli: CliRunner) -> None:
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for group in ("benchmark:", "recipe:", "evaluator:", "runner:", "tracking:"):
+        assert group in proc.stdout

@@ -1,0 +1,150 @@
+"""Evaluators score cases correctly, skip what does not apply, and match evidence in order."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from heta_eval.evaluators import (
+    AnswerContains,
+    AnswerExactMatch,
+    EvidenceRecallAtK,
+    NDCGAtK,
+    RecallAtK,
+    evidence_matches,
+    normalize_answer,
+)
+from heta_eval.records import (
+    BenchmarkCase,
+    BenchmarkEvidence,
+    BenchmarkExpected,
+    QueryResponse,
+    QueryResult,
+    SourceRef,
+)
+
+
+def _result(doc: str, chunk: int = 0, text: str = "", page: int | None = None) -> QueryResult:
+    return QueryResult(
+        id=f"{doc}#{chunk}",
+        text=text,
+        score=1.0,
+        source=SourceRef(
+            source_key=f"raw/benchmarks/b/test/{doc}/{doc}.txt",
+            document_id=doc,
+            chunk_id=f"{doc}#{chunk}",
+            chunk_index=chunk,
+            page_index=page,
+        ),
+    )
+
+
+def _response(*results: QueryResult, answer: str | None = None) -> QueryResponse:
+    return QueryResponse(query="q", mode="bm25", results=results, answer=answer)
+
+
+def _case(
+    answers: tuple[str, ...] = (), evidence: tuple[BenchmarkEvidence, ...] = ()
+) -> BenchmarkCase:
+    return BenchmarkCase(
+        case_id="c", query="q", expected=BenchmarkExpected(answers=answers, evidence=evidence)
+    )
+
+
+def _score(evaluator: object, case: BenchmarkCase, response: QueryResponse) -> float | None:
+    return asyncio.run(evaluator.evaluate(case, response)).value  # type: ignore[attr-defined]
+
+
+def test_locator_match_needs_every_known_field() -> None:
+    on_page = BenchmarkEvidence(
+        locator={"document_id": "ADI_2009", "page_index": 48, "note": "ignored"}
+    )
+    assert evidence_matches(on_page, _result("ADI_2009", page=48))
+    assert not evidence_matches(on_page, _result("ADI_2009", page=47))
+    assert not evidence_matches(on_page, _result("ADI_2009"))
+    assert evidence_matches(BenchmarkEvidence(locator={"page_index": "48"}), _result("X", page=48))
+
+
+def test_reference_id_then_text_are_used_when_the_locator_names_nothing_known() -> None:
+    by_ref = BenchmarkEvidence(reference_id="d#3", locator={"custom": 1})
+    assert evidence_matches(by_ref, _result("d", chunk=3))
+    assert evidence_matches(BenchmarkEvidence(reference_id="d"), _result("d", chunk=9))
+    by_text = BenchmarkEvidence(text="Net  Sales grew")
+    assert evidence_matches(by_text, _result("x", text="In 2009 net sales grew by 4%."))
+    assert not evidence_matches(by_text, _result("x", text="Net sales fell."))
+
+
+def test_evidence_recall_at_k() -> None:
+    evidence = (
+        BenchmarkEvidence(locator={"document_id": "a"}),
+        BenchmarkEvidence(locator={"document_id": "b"}),
+    )
+    response = _response(_result("a"), _result("c"), _result("b"))
+    case = _case(evidence=evidence)
+    assert _score(EvidenceRecallAtK(k=1), case, response) == 0.5
+    assert _score(EvidenceRecallAtK(k=3), case, response) == 1.0
+    skipped = asyncio.run(EvidenceRecallAtK(k=3).evaluate(_case(), response))
+    assert skipped.value is None and skipped.skipped_reason == "no evidence labels"
+    assert EvidenceRecallAtK(k=5).name == "evidence_recall@5"
+
+
+def test_squad_normalisation_and_exact_match() -> None:
+    assert normalize_answer("The  Answer, is: 42!") == "answer is 42"
+    case = _case(answers=("Marine protected areas",))
+    assert _score(AnswerExactMatch(), case, _response(answer="marine protected areas.")) == 1.0
+    assert _score(AnswerExactMatch(), case, _response(answer="protected areas")) == 0.0
+    assert _score(AnswerExactMatch(), case, _response()) is None
+
+
+def test_answer_contains_on_answer_and_on_context() -> None:
+    case = _case(answers=("four",))
+    assert _score(AnswerContains(), case, _response(answer="He found four moons.")) == 1.0
+    assert _score(AnswerContains(), case, _response(answer="fourteen")) == 0.0
+    context = AnswerContains(target="context", k=2)
+    assert context.name == "context_has_answer@2"
+    hit = _response(_result("a", text="none"), _result("b", text="Galileo saw four moons"))
+    assert _score(context, case, hit) == 1.0
+    late = _response(_result("a"), _result("b"), _result("c", text="four"))
+    assert _score(context, case, late) == 0.0
+
+
+def _graded(**grades: int) -> BenchmarkCase:
+    return _case(
+        evidence=tuple(
+            BenchmarkEvidence(locator={"document_id": d}, metadata={"relevance": g})
+            for d, g in grades.items()
+        )
+    )
+
+
+def test_ndcg_matches_a_hand_computation_with_graded_relevance() -> None:
+    case = _graded(a=2, b=1, c=0)
+    # Chunk hits: x, then two chunks of b (first counts), then a.
+    response = _response(_result("x"), _result("b", 0), _result("b", 1), _result("a"))
+    dcg = 1 / math.log2(3) + 2 / math.log2(4)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3)
+    assert _score(NDCGAtK(k=10), case, response) == pytest.approx(dcg / idcg, abs=1e-12)
+    exp_dcg = 1 / math.log2(3) + 3 / math.log2(4)
+    exp_idcg = 3 / math.log2(2) + 1 / math.log2(3)
+    assert _score(NDCGAtK(k=10, gain="exponential"), case, response) == pytest.approx(
+        exp_dcg / exp_idcg
+    )
+    assert _score(NDCGAtK(k=1), case, response) == 0.0
+    assert _score(NDCGAtK(k=10), _graded(c=0), response) is None
+
+
+def test_recall_at_k_counts_documents_once() -> None:
+    case = _graded(a=1, b=1)
+    response = _response(_result("a", 0), _result("a", 1), _result("b"))
+    assert _score(RecallAtK(k=2), case, response) == 1.0
+    assert _score(RecallAtK(k=1), case, response) == 0.5
+
+
+@pytest.mark.parametrize(
+    "factory", [lambda: EvidenceRecallAtK(k=0), lambda: NDCGAtK(k=-1), lambda: RecallAtK(k=0)]
+)
+def test_k_must_be_positive(factory: object) -> None:
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        factory()  # type: ignore[operator]

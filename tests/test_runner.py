@@ -1,0 +1,222 @@
+"""BenchmarkRunner runs both shapes end to end and records failures instead of aborting."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from heta_eval import BenchmarkError, BenchmarkRunner, EvaluationReport, RunnerSettings
+from heta_eval.benchmarks import SampleBenchmark
+from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
+from heta_eval.records import BenchmarkCase, BenchmarkDocument, BenchmarkRunUnit
+
+from .conftest import load_recipe
+from .faulty_components import ScoreFailsForCase
+
+
+def _settings(tmp_path: Path, **kwargs: object) -> RunnerSettings:
+    return RunnerSettings(output_dir=tmp_path / "run", store_dir=tmp_path / "store", **kwargs)
+
+
+def _run(
+    tmp_path: Path,
+    benchmark: object,
+    recipe: KnowledgeRecipe,
+    evaluators: tuple | None = None,
+    **kwargs: object,
+) -> EvaluationReport:
+    runner = BenchmarkRunner(
+        benchmark=benchmark,  # type: ignore[arg-type]
+        recipe=recipe,
+        evaluators=evaluators if evaluators is not None else benchmark.evaluators(),  # type: ignore[attr-defined]
+        settings=_settings(tmp_path, **kwargs),
+    )
+    return asyncio.run(runner.run())
+
+
+def test_corpus_shape_builds_one_kb_and_writes_the_report(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    bench = SampleBenchmark()
+    report = _run(tmp_path, bench, bm25_recipe)
+    assert len(report.knowledge_base_manifests) == 1
+    assert report.knowledge_base_manifests[0].counts["documents"] == 36
+    assert len(report.case_results) == 48 and not report.failed_cases
+    assert set(report.score_summary) == {
+        "bm25.evidence_recall@1",
+        "bm25.evidence_recall@5",
+        "bm25.ndcg@10",
+        "bm25.context_has_answer@5",
+    }
+    # The sample is built so that BM25 finds most evidence but not all of it at rank 1.
+    assert 0.6 <= report.score_summary["bm25.evidence_recall@1"] < 1.0
+    assert (
+        report.score_summary["bm25.evidence_recall@5"]
+        >= report.score_summary["bm25.evidence_recall@1"]
+    )
+    assert EvaluationReport.read_json(tmp_path / "run" / "report.json") == report
+    store = LocalObjectStore(tmp_path / "store")
+    keys = report.metadata["document_keys"]
+    assert (
+        keys["astronomy-jupiter-moons"]
+        == "raw/benchmarks/sample/test/astronomy-jupiter-moons/astronomy-jupiter-moons.txt"
+    )
+    assert all(store.exists(k) for k in keys.values())
+    for result in report.case_results:
+        assert result.latency_seconds is not None and result.latency_seconds >= 0
+        assert all(r.source_key in keys.values() for r in result.retrieved)
+    assert report.recipe_manifest["name"] == "bm25" and report.finished_at >= report.started_at
+
+
+def test_units_shape_builds_one_kb_per_unit_with_its_own_cases(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    report = _run(tmp_path, SampleBenchmark(shape="units"), bm25_recipe)
+    assert sorted(m.name for m in report.knowledge_base_manifests) == [
+        f"sample-bm25-{u}" for u in ("astronomy", "computing_history", "cooking", "ocean_science")
+    ]
+    assert all(m.counts["documents"] == 9 for m in report.knowledge_base_manifests)
+    for result in report.case_results:
+        assert result.case_id.startswith(result.unit_id)
+        assert all(r.document_id.startswith(result.unit_id) for r in result.retrieved)
+    assert [u["cases"] for u in report.metadata["run_units"]] == [12, 12, 12, 12]
+
+
+def test_limit_keeps_the_first_cases_and_skips_units_without_any(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    report = _run(tmp_path, SampleBenchmark(shape="units"), bm25_recipe, limit=15)
+    assert len(report.case_results) == 15
+    assert [m.name.rsplit("-", 1)[-1] for m in report.knowledge_base_manifests] == [
+        "astronomy",
+        "cooking",
+    ]
+    assert report.metadata["cases"] == {"total": 48, "evaluated": 15, "failed": 0}
+
+
+def test_query_failures_are_recorded_per_case(tmp_path: Path) -> None:
+    spec = load_recipe().model_dump()
+    spec["indexes"] = {
+        "bm25": {"_target_": "tests.faulty_components.QueryFailsOnWord", "word": "comet"}
+    }
+    report = _run(tmp_path, SampleBenchmark(), KnowledgeRecipe.model_validate(spec))
+    failed = report.failed_cases
+    assert failed and len(failed) < len(report.case_results)
+    assert all("comet" in r.query.lower() for r in failed)
+    assert {r.error.stage for r in failed} == {"query"}  # type: ignore[union-attr]
+    assert failed[0].error.message == "index refused a query containing 'comet'"  # type: ignore[union-attr]
+    detail = report.score_details["bm25.evidence_recall@5"]
+    assert detail.failed == len(failed) and detail.scored == 48 - len(failed)
+
+
+def test_evaluator_failure_keeps_the_other_scores(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    bench = SampleBenchmark()
+    evaluators = (*bench.evaluators(), ScoreFailsForCase("cooking-q03"))
+    report = _run(tmp_path, bench, bm25_recipe, evaluators=evaluators)
+    (broken,) = report.failed_cases
+    assert broken.case_id == "cooking-q03" and broken.error.evaluator == "fragile"  # type: ignore[union-attr]
+    assert broken.score("evidence_recall@5") is not None and broken.score("fragile") is None
+    assert report.score_details["bm25.fragile"].failed == 1
+    assert report.score_summary["bm25.fragile"] == 1.0
+
+
+def test_build_failure_marks_the_units_cases_and_still_reports(tmp_path: Path) -> None:
+    spec = load_recipe().model_dump()
+    spec["indexes"] = {"bm25": {"_target_": "tests.faulty_components.BuildAlwaysFails"}}
+    report = _run(tmp_path, SampleBenchmark(), KnowledgeRecipe.model_validate(spec))
+    assert len(report.failed_cases) == 48
+    assert {r.error.stage for r in report.case_results} == {"build"}  # type: ignore[union-attr]
+    assert report.score_summary == {}
+    assert (tmp_path / "run" / "report.json").is_file()
+
+
+class _Tiny:
+    """An in-test adapter yielding whatever it is given."""
+
+    def __init__(self, documents: list, cases: list, units: list) -> None:
+        self.data = (documents, cases, units)
+        self.manifest = SampleBenchmark().manifest
+
+    def resources(self) -> tuple:
+        return ()
+
+    async def prepare(self, workspace: object) -> object:
+        return await SampleBenchmark().prepare(workspace)  # type: ignore[arg-type]
+
+    async def _iter(self, items: list) -> AsyncIterator:
+        for item in items:
+            yield item
+
+    def documents(self, prepared: object) -> AsyncIterator:
+        return self._iter(self.data[0])
+
+    def cases(self, prepared: object) -> AsyncIterator:
+        return self._iter(self.data[1])
+
+    def run_units(self, prepared: object) -> AsyncIterator:
+        return self._iter(self.data[2])
+
+    def evaluators(self) -> tuple:
+        return SampleBenchmark().evaluators()
+
+
+@pytest.mark.parametrize(
+    ("documents", "cases", "units", "message"),
+    [
+        (
+            [],
+            [BenchmarkCase(case_id="c", query="q")],
+            [BenchmarkRunUnit(unit_id="u")],
+            "yielded no documents",
+        ),
+        (
+            [BenchmarkDocument(document_id="d", name="d.txt", data="x")] * 2,
+            [BenchmarkCase(case_id="c", query="q")],
+            [BenchmarkRunUnit(unit_id="u")],
+            "duplicate document_id: 'd'",
+        ),
+        (
+            [BenchmarkDocument(document_id="d", name="d.txt", data="x")],
+            [BenchmarkCase(case_id="c", query="q")],
+            [],
+            "yielded no units",
+        ),
+    ],
+)
+def test_bad_benchmarks_fail_before_any_build(
+    tmp_path: Path,
+    bm25_recipe: KnowledgeRecipe,
+    documents: list,
+    cases: list,
+    units: list,
+    message: str,
+) -> None:
+    with pytest.raises(BenchmarkError, match=message):
+        _run(tmp_path, _Tiny(documents, cases, units), bm25_recipe)
+    assert not list(LocalObjectStore(tmp_path / "store").list())
+    assert not (tmp_path / "run" / "report.json").exists()
+
+
+def test_unknown_query_mode_and_duplicate_metrics_are_refused(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    bench = SampleBenchmark()
+    with pytest.raises(BenchmarkError, match=r"runner.query_modes: \['dense'\]"):
+        BenchmarkRunner(
+            benchmark=bench,
+            recipe=bm25_recipe,
+            evaluators=bench.evaluators(),
+            settings=_settings(tmp_path, query_modes=("dense",)),
+        )
+    with pytest.raises(BenchmarkError, match="listed twice"):
+        BenchmarkRunner(
+            benchmark=bench,
+            recipe=bm25_recipe,
+            evaluators=bench.evaluators() * 2,
+            settings=_settings(tmp_path),
+        )
