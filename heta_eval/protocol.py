@@ -35,6 +35,9 @@ class BenchmarkProtocol(Protocol):
     """An external benchmark turned into documents, cases, run units and default evaluators.
 
     The adapter never builds knowledge bases, queries them or aggregates scores.
+    `documents`, `cases` and `run_units` are the spec's async methods: implement them as
+    async generators (`async def ...: yield ...`), which typing spells as methods returning
+    an AsyncIterator.
     """
 
     @property

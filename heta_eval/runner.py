@@ -71,12 +71,14 @@ def _retrieved(response: QueryResponse) -> tuple[RetrievedItem, ...]:
     )
 
 
-def _document_bytes(document: BenchmarkDocument) -> bytes:
+def _document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
     if document.data is not None:
         return document.data
     if document.path is not None:
         return Path(document.path).read_bytes()
     assert document.source_uri is not None
+    if offline and not document.source_uri.startswith("file:"):
+        raise ConnectionRefusedError(f"offline run: not fetching {document.source_uri}")
     with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
         return handle.read()
 
@@ -176,7 +178,7 @@ class BenchmarkRunner:
                     continue
                 key = document.raw_key(contents.manifest)
                 try:
-                    self.store.put(key, _document_bytes(document))
+                    self.store.put(key, _document_bytes(document, self.settings.offline))
                 except Exception as exc:
                     errors[document.document_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("document %s could not be stored: %s", document.document_id, exc)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,6 +136,13 @@ def test_bad_user_data_is_reported_with_file_and_line(run_cli: CliRunner, tmp_pa
     assert proc.returncode != 0
     assert f"{docs}:2: invalid JSON" in proc.stderr
     assert not (tmp_path / "outputs" / "mlflow.db").exists()
+
+
+def test_importing_the_cli_loads_no_mlflow_or_index_code() -> None:
+    heavy = "{'mlflow', 'bm25s', 'pandas'}"
+    code = f"import sys, heta_eval.cli; print(sorted({heavy} & set(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 def test_help_lists_the_config_groups(run_cli: CliRunner) -> None:

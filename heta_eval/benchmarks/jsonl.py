@@ -7,13 +7,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from heta_eval.benchmarks.jsonl_files import (
-    BenchmarkDataError,
-    describe_validation_error,
-    iter_jsonl,
-)
+from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl, validate_line
 from heta_eval.components import instantiate
 from heta_eval.evaluators import AnswerContains, EvidenceRecallAtK, NDCGAtK
 from heta_eval.protocol import BenchmarkEvaluatorProtocol
@@ -106,12 +100,7 @@ class JsonlBenchmark:
                 record["path"] = (self.documents_path.parent / record["path"]).resolve()
             if "name" not in record and isinstance(record.get("document_id"), str):
                 record["name"] = f"{record['document_id']}.txt"
-            try:
-                document = BenchmarkDocument.model_validate(record)
-            except ValidationError as exc:
-                raise BenchmarkDataError(
-                    describe_validation_error(self.documents_path, lineno, exc)
-                ) from None
+            document = validate_line(BenchmarkDocument, record, self.documents_path, lineno)
             rows.append((document, unit_id))
         return tuple(rows)
 
@@ -129,13 +118,7 @@ class JsonlBenchmark:
                         "'expected' or at the top level, not both"
                     )
                 record["expected"] = shorthand
-            try:
-                case = BenchmarkCase.model_validate(record)
-            except ValidationError as exc:
-                raise BenchmarkDataError(
-                    describe_validation_error(self.cases_path, lineno, exc)
-                ) from None
-            rows.append((case, unit_id))
+            rows.append((validate_line(BenchmarkCase, record, self.cases_path, lineno), unit_id))
         return tuple(rows)
 
     async def documents(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkDocument]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 class BenchmarkDataError(ValueError):
@@ -52,3 +54,11 @@ def describe_validation_error(path: Path, lineno: int, error: ValidationError) -
         shown = "" if isinstance(got, dict) else f" (got {got!r:.80})"
         parts.append(f"{path}:{lineno}: {field}: {item['msg']}{shown}")
     return "\n".join(parts)
+
+
+def validate_line(model: type[Model], record: dict[str, Any], path: Path, lineno: int) -> Model:
+    """Validate one line's record as `model`; errors name the file, line and fields."""
+    try:
+        return model.model_validate(record)
+    except ValidationError as exc:
+        raise BenchmarkDataError(describe_validation_error(path, lineno, exc)) from None
