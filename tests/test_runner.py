@@ -220,3 +220,25 @@ def test_unknown_query_mode_and_duplicate_metrics_are_refused(
             evaluators=bench.evaluators() * 2,
             settings=_settings(tmp_path),
         )
+
+
+def test_documents_from_uris_and_offline_refusal(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    source = tmp_path / "kelp.txt"
+    source.write_text("Kelp forests shelter sea otters.")
+    documents = [
+        BenchmarkDocument(document_id="kelp", name="kelp.txt", source_uri=source.as_uri()),
+        BenchmarkDocument(
+            document_id="web", name="web.txt", source_uri="https://example.org/x.txt"
+        ),
+    ]
+    cases = [BenchmarkCase(case_id="c", query="what shelters otters")]
+    bench = _Tiny(documents, cases, [BenchmarkRunUnit(unit_id="u")])
+    report = _run(tmp_path, bench, bm25_recipe, offline=True)
+    assert report.case_results[0].retrieved[0].document_id == "kelp"
+    assert (
+        "offline run: not fetching https://example.org/x.txt"
+        in report.metadata["document_errors"]["web"]
+    )
+    assert report.knowledge_base_manifests[0].counts["documents"] == 1
