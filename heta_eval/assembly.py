@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.runner_settings import RunnerSettings
 from heta_eval.secrets import mask_secrets
+
+log = logging.getLogger(__name__)
 
 GROUPS = ("benchmark", "recipe", "evaluator", "runner", "tracking")
 # Keys that say where things are written, not what is evaluated: left out of the config hash.
@@ -105,7 +108,8 @@ def config_hash(resolved: Mapping[str, Any]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
-def _create(group: str, spec: Any, *, recursive: bool = True) -> Any:
+def create_component(group: str, spec: Any, *, recursive: bool = True) -> Any:
+    """Instantiate `spec`; any failure becomes a ConfigError naming `group` and the key."""
     if not isinstance(spec, Mapping) or "_target_" not in spec:
         raise ConfigError(f"{group}: expected a mapping with a _target_, got {spec!r:.80}")
     try:
@@ -130,7 +134,12 @@ def _evaluators(
     if spec.get("use_benchmark_defaults", True):
         chosen.extend(benchmark.evaluators())
     for i, item in enumerate(spec.get("extra") or []):
-        chosen.append(_create(f"evaluator.extra[{i}]", item))
+        extra = create_component(f"evaluator.extra[{i}]", item)
+        if any(e.name == extra.name for e in chosen):
+            # The benchmark already scores this metric; its own settings win.
+            log.info("evaluator.extra[%d]: %s is already among the evaluators", i, extra.name)
+            continue
+        chosen.append(extra)
     return tuple(chosen)
 
 
@@ -144,16 +153,16 @@ def assemble(cfg: DictConfig) -> RunComponents:
         settings = RunnerSettings.model_validate(resolved["runner"])
     except ValidationError as exc:
         raise ConfigError(_describe("runner", exc)) from None
-    benchmark = _create("benchmark", resolved["benchmark"])
+    benchmark = create_component("benchmark", resolved["benchmark"])
     recipe_spec = dict(resolved["recipe"])
     if not str(recipe_spec.get("_target_", "")).strip():
         raise ConfigError("recipe: expected a mapping with a _target_")
     # The recipe keeps its components as specs; the knowledge base creates them when it builds.
-    recipe = _create("recipe", recipe_spec, recursive=False)
+    recipe = create_component("recipe", recipe_spec, recursive=False)
     if not isinstance(recipe, KnowledgeRecipe):
         raise ConfigError(f"recipe: _target_ must create a KnowledgeRecipe, got {type(recipe)}")
     evaluators = _evaluators(resolved["evaluator"], benchmark)
-    tracker = _create("tracking", resolved["tracking"])
+    tracker = create_component("tracking", resolved["tracking"])
     try:
         check_run_arguments(recipe, evaluators, settings)
     except BenchmarkError as exc:

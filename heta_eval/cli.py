@@ -117,16 +117,26 @@ def run(cfg: DictConfig) -> EvaluationReport:
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from heta_eval.benchmarks.download import DownloadError
+    from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+    from heta_eval.runner import BenchmarkError
+
     try:
         run(cfg)
     except ConfigError as exc:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
         print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(2)
+    except (BenchmarkError, BenchmarkDataError, DownloadError) as exc:
+        # Data problems are the user's to fix; a traceback would hide the message.
+        print(f"heta-eval: {exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
 
 
 def main() -> None:

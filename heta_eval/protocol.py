@@ -38,6 +38,9 @@ class BenchmarkProtocol(Protocol):
     `documents`, `cases` and `run_units` are the spec's async methods: implement them as
     async generators (`async def ...: yield ...`), which typing spells as methods returning
     an AsyncIterator.
+
+    Optionally, an adapter may define `slice_by: tuple[str, ...]`: case metadata keys (such
+    as `question_type`) by which the report also summarises scores.
     """
 
     @property

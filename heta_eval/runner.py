@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from heta_eval.evaluators.summary import summarize
+from heta_eval.evaluators.summary import summarize, summarize_slices
 from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, LocalObjectStore, ObjectStore, RawSource
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
@@ -83,6 +83,30 @@ def _document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
         return handle.read()
 
 
+def select_cases(
+    per_unit: Sequence[tuple[BenchmarkRunUnit, tuple[BenchmarkCase, ...]]], limit: int, seed: int
+) -> set[str]:
+    """A deterministic, seeded subset of `limit` case ids, stratified by unit.
+
+    Units take turns in a seeded order, each giving its next case from a seeded shuffle, so
+    a smoke run of a many-units benchmark touches as many units as it can; with one unit it
+    is a seeded random sample. The same (cases, limit, seed) always gives the same subset.
+    """
+    rng = random.Random(seed)
+    queues = []
+    for _, cases in per_unit:
+        ids = [c.case_id for c in cases]
+        rng.shuffle(ids)
+        queues.append(ids)
+    rng.shuffle(queues)
+    chosen: set[str] = set()
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.add(queue.pop())
+    return chosen
+
+
 def check_run_arguments(
     recipe: KnowledgeRecipe,
     evaluators: Sequence[BenchmarkEvaluatorProtocol],
@@ -128,6 +152,9 @@ class BenchmarkRunner:
         self.settings = settings
         self.store = store if store is not None else LocalObjectStore(settings.store_dir)
         self.query_modes = check_run_arguments(recipe, self.evaluators, settings)
+        # How deep to retrieve is the benchmark's scoring policy unless the runner says.
+        self.top_k: int = settings.top_k or int(getattr(benchmark, "default_top_k", 10))
+        self.slice_by: tuple[str, ...] = tuple(getattr(benchmark, "slice_by", ()))
 
     async def load(self) -> BenchmarkContents:
         """Prepare the benchmark and check its documents, cases and units as a whole."""
@@ -152,19 +179,18 @@ class BenchmarkRunner:
             ) from None
 
     def _plan(self, contents: BenchmarkContents) -> list[_UnitPlan]:
-        """Units with their documents and cases; `limit` keeps the first N cases overall."""
-        budget = self.settings.limit
-        plans = []
-        for unit in contents.units:
-            cases = contents.unit_cases(unit)
-            if budget is not None:
-                cases = cases[:budget]
-                budget -= len(cases)
-            if cases:
-                plans.append(_UnitPlan(unit, contents.unit_documents(unit), cases))
-            if budget == 0:
-                break
-        return plans
+        """Units with their documents and cases, after `limit` (see `select_cases`)."""
+        per_unit = [(unit, contents.unit_cases(unit)) for unit in contents.units]
+        if self.settings.limit is not None:
+            chosen = select_cases(per_unit, self.settings.limit, self.settings.seed)
+            per_unit = [
+                (u, tuple(c for c in cases if c.case_id in chosen)) for u, cases in per_unit
+            ]
+        return [
+            _UnitPlan(unit, contents.unit_documents(unit), cases)
+            for unit, cases in per_unit
+            if cases
+        ]
 
     def _write_documents(
         self, contents: BenchmarkContents, plans: Sequence[_UnitPlan]
@@ -186,18 +212,22 @@ class BenchmarkRunner:
                 keys[document.document_id] = key
         return keys, errors
 
+    def _labels(self, case: BenchmarkCase) -> dict[str, str]:
+        return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
+
     async def _evaluate_case(
         self, kb: KnowledgeBase, unit_id: str, case: BenchmarkCase, mode: str
     ) -> EvaluationCaseResult:
         started = time.perf_counter()
         try:
-            response = await kb.query(case.query, mode=mode, top_k=self.settings.top_k)
+            response = await kb.query(case.query, mode=mode, top_k=self.top_k)
         except Exception as exc:
             return EvaluationCaseResult(
                 case_id=case.case_id,
                 unit_id=unit_id,
                 query_mode=mode,
                 query=case.query,
+                labels=self._labels(case),
                 latency_seconds=time.perf_counter() - started,
                 error=_error("query", exc),
             )
@@ -216,6 +246,7 @@ class BenchmarkRunner:
             unit_id=unit_id,
             query_mode=mode,
             query=case.query,
+            labels=self._labels(case),
             scores=tuple(scores),
             retrieved=_retrieved(response),
             answer=response.answer,
@@ -247,7 +278,12 @@ class BenchmarkRunner:
             failure = _error("build", exc)
             return None, [
                 EvaluationCaseResult(
-                    case_id=c.case_id, unit_id=unit_id, query_mode=m, query=c.query, error=failure
+                    case_id=c.case_id,
+                    unit_id=unit_id,
+                    query_mode=m,
+                    query=c.query,
+                    labels=self._labels(c),
+                    error=failure,
                 )
                 for m in self.query_modes
                 for c in plan.cases
@@ -278,7 +314,6 @@ class BenchmarkRunner:
     async def evaluate(self, contents: BenchmarkContents) -> EvaluationReport:
         """Build, query and score what `load()` returned; write `report.json`."""
         started_at = datetime.now(UTC)
-        random.seed(self.settings.seed)
         manifest = contents.manifest
         plans = self._plan(contents)
         log.info(
@@ -322,6 +357,7 @@ class BenchmarkRunner:
             query_modes=tuple(self.query_modes),
             score_summary=summary,
             score_details=details,
+            score_slices=summarize_slices(results, self.query_modes, metric_names),
             case_results=tuple(results),
             started_at=started_at,
             finished_at=datetime.now(UTC),
@@ -330,7 +366,7 @@ class BenchmarkRunner:
                 "document_keys": keys,
                 "document_errors": document_errors,
                 "evaluators": metric_names,
-                "top_k": self.settings.top_k,
+                "top_k": self.top_k,
                 "limit": self.settings.limit,
                 "seed": self.settings.seed,
                 "timings_seconds": {

@@ -12,13 +12,15 @@ from heta_eval.records._base import Record
 class RunnerSettings(Record):
     """How a run proceeds: ranking depth, query modes, concurrency, limits and directories."""
 
-    top_k: int = Field(default=10, gt=0, description="results retrieved per query")
+    top_k: int | None = Field(
+        default=None, gt=0, description="results per query; null: the benchmark's default_top_k"
+    )
     query_modes: tuple[str, ...] | None = Field(
         default=None, description="query modes to evaluate; null means all the recipe offers"
     )
     max_concurrent_queries: int = Field(default=8, ge=1)
     limit: int | None = Field(
-        default=None, gt=0, description="evaluate only the first N cases (smoke runs)"
+        default=None, gt=0, description="evaluate a seeded subset of N cases (smoke runs)"
     )
     seed: int = 0
     output_dir: Path = Path("outputs/run")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from heta_eval.kb import KnowledgeRecipe
+from heta_eval.records import BenchmarkWorkspace
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -25,6 +27,20 @@ def load_recipe(name: str = "bm25", **overrides: object) -> KnowledgeRecipe:
     spec["chunker"]["chunk_size"] = spec["chunk_size"]
     spec["chunker"]["chunk_overlap"] = spec["chunk_overlap"]
     return KnowledgeRecipe.model_validate(spec)
+
+
+def load_benchmark(bench: object, tmp_path: Path, offline: bool = True) -> tuple[list, list, list]:
+    """Prepare an adapter (offline unless told) and collect its documents, cases and units."""
+
+    async def go() -> tuple[list, list, list]:
+        prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path, offline=offline))  # type: ignore[attr-defined]
+        return (
+            [d async for d in bench.documents(prepared)],  # type: ignore[attr-defined]
+            [c async for c in bench.cases(prepared)],  # type: ignore[attr-defined]
+            [u async for u in bench.run_units(prepared)],  # type: ignore[attr-defined]
+        )
+
+    return asyncio.run(go())
 
 
 @pytest.fixture

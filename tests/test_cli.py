@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from mlflow import MlflowClient
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.records import EvaluationReport
 
-from .conftest import CliRunner
+from .conftest import SHARED, CliRunner
 
 
 def _client(root: Path) -> MlflowClient:
@@ -40,12 +41,16 @@ def test_default_run_prints_scores_and_logs_everything_to_mlflow(
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED" and run.info.run_name == "sample/bm25"
     params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
-    assert params["recipe.name"] == "bm25" and params["runner.top_k"] == "10"
+    assert params["recipe.name"] == "bm25" and params["runner.top_k"] == "null"
+    assert report.metadata["top_k"] == 10  # the sample benchmark's default depth
     assert params["recipe.indexes.bm25.k1"] == "1.5" and params["recipe.chunk_size"] == "null"
     for key, value in report.score_summary.items():
         safe = key.replace("@", "_at_")
         assert metrics[safe] == pytest.approx(value)
     assert metrics["bm25.evidence_recall_at_5.scored"] == 48
+    assert set(report.score_slices) >= {"difficulty=easy", "difficulty=hard"}
+    hard = report.score_slices["difficulty=hard"]["bm25.evidence_recall@1"]
+    assert metrics["slice/difficulty/hard/bm25.evidence_recall_at_1"] == pytest.approx(hard)
     assert {"kb.build_seconds", "bm25.latency_p50_seconds", "bm25.latency_p95_seconds"} <= set(
         metrics
     )
@@ -120,7 +125,7 @@ def test_user_jsonl_files_in_the_units_shape_without_tracking(
     assert proc.returncode == 0, proc.stderr
     report = EvaluationReport.read_json(_report_path(proc.stdout))
     assert report.benchmark.name == "mine" and len(report.case_results) == 20
-    assert len(report.knowledge_base_manifests) == 2
+    assert len(report.knowledge_base_manifests) == 4  # the 20 cases are spread over all units
     assert not (tmp_path / "outputs" / "mlflow.db").exists()
     assert (tmp_path / "outputs" / "store" / "raw" / "benchmarks" / "mine" / "test").is_dir()
 
@@ -150,3 +155,30 @@ def test_help_lists_the_config_groups(run_cli: CliRunner) -> None:
     assert proc.returncode == 0
     for group in ("benchmark:", "recipe:", "evaluator:", "runner:", "tracking:"):
         assert group in proc.stdout
+
+
+def test_prepare_lists_resources_and_verifies_local_data(tmp_path: Path) -> None:
+    def prepare(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "heta_eval.prepare_cli", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "HETA_EVAL_CACHE": str(tmp_path / "cache")},
+        )
+
+    listing = prepare("--list")
+    assert listing.returncode == 0, listing.stderr
+    assert (
+        "beir: scifact.zip" in listing.stdout
+        and "uda: bench_fin_qa.json (sha256 8e0236" in listing.stdout
+    )
+    scifact = SHARED / "datasets" / "beir" / "scifact"
+    local = prepare("benchmark=beir", f"benchmark.data_root={scifact}")
+    assert local.returncode == 0, local.stderr
+    assert f"qrels: {scifact / 'qrels' / 'test.tsv'}" in local.stdout
+    offline = prepare("benchmark=beir", "runner.offline=true")
+    assert offline.returncode == 1
+    assert "offline" in offline.stderr and "benchmark.data_root" in offline.stderr
+    assert not (tmp_path / "cache" / "beir" / "scifact.zip").exists()

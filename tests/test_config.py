@@ -82,7 +82,7 @@ def test_defaults_and_groups(composer, tmp_path: Path) -> None:
     assert components.recipe.name == "bm25" and components.recipe.chunk_size is None
     assert isinstance(components.tracker, MlflowTracker)
     assert components.tracker.uri == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
-    assert components.settings.top_k == 10 and components.settings.store_dir == tmp_path / "store"
+    assert components.settings.top_k is None and components.settings.store_dir == tmp_path / "store"
     assert isinstance(assemble(composer("tracking=none")).tracker, NullTracker)
 
 
@@ -152,3 +152,11 @@ def test_config_hash_follows_what_changes_results(composer, tmp_path: Path) -> N
     assert config_hash({"recipe": {"a": 1}, "runner": {}}) == config_hash(
         {"runner": {}, "recipe": {"a": 1}}
     )
+
+
+def test_extra_evaluators_the_benchmark_already_has_are_not_doubled(composer) -> None:
+    names = [
+        e.name
+        for e in assemble(composer("benchmark=multihop_rag", "evaluator=with_answers")).evaluators
+    ]
+    assert names.count("answer_contains") == 1 and "answer_exact_match" in names

@@ -10,6 +10,8 @@ import pytest
 from heta_eval.evaluators import (
     AnswerContains,
     AnswerExactMatch,
+    AnswerNumericMatch,
+    EvidenceMatcher,
     EvidenceRecallAtK,
     NDCGAtK,
     RecallAtK,
@@ -148,3 +150,48 @@ def test_recall_at_k_counts_documents_once() -> None:
 def test_k_must_be_positive(factory: object) -> None:
     with pytest.raises(ValueError, match="k must be a positive integer"):
         factory()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "hit"),
+    [
+        ("About 57.5% of the assets.", ("57%", "0.57484"), 1.0),
+        ("0.57484", ("57%",), 1.0),
+        ("The ratio is 0.60", ("57%", "0.57484"), 0.0),
+        ("-26.7%", ("-27.0%", "-0.26689"), 1.0),
+        ("26.7%", ("-27.0%", "-0.26689"), 0.0),
+        ("$ 17,966 million", ("17966.0",), 1.0),
+        ("(1,234.5)", ("-1234.5",), 1.0),
+        ("380", ("380", "3.8"), 1.0),
+        ("Yes.", ("yes",), 1.0),
+        ("no", ("yes",), 0.0),
+        ("no number here", ("42",), 0.0),
+    ],
+)
+def test_numeric_answer_match(answer: str, expected: tuple[str, ...], hit: float) -> None:
+    evaluator = AnswerNumericMatch()
+    assert _score(evaluator, _case(answers=expected), _response(answer=answer)) == hit
+
+
+def test_numeric_tolerance_is_configurable() -> None:
+    case = _case(answers=("100.0",))
+    assert _score(AnswerNumericMatch(rel_tol=0.05), case, _response(answer="104.0")) == 1.0
+    assert _score(AnswerNumericMatch(rel_tol=0.01), case, _response(answer="104.0")) == 0.0
+    assert _score(AnswerNumericMatch(), case, _response()) is None
+
+
+def test_matcher_modes() -> None:
+    evidence = BenchmarkEvidence(locator={"document_id": "a"}, text="otters rest in kelp beds")
+    same_doc_fact = _result("a", text="At night otters rest in kelp beds, wrapped up.")
+    same_doc_other = _result("a", text="Nothing about it.")
+    other_doc_fact = _result("b", text="otters rest in kelp beds")
+    both = EvidenceMatcher("locator_and_text")
+    assert both.matches(evidence, same_doc_fact)
+    assert not both.matches(evidence, same_doc_other) and not both.matches(evidence, other_doc_fact)
+    assert EvidenceMatcher("text").matches(evidence, other_doc_fact)
+    assert EvidenceMatcher("locator").matches(evidence, same_doc_other)
+    cut = _result("a", text="otters rest in kelp")
+    assert not both.matches(evidence, cut)
+    assert EvidenceMatcher("locator_and_text", min_text_overlap=0.8).matches(evidence, cut)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        EvidenceMatcher("fuzzy")  # type: ignore[arg-type]

@@ -11,22 +11,15 @@ import pytest
 from heta_eval.benchmarks import BenchmarkDataError, JsonlBenchmark, SampleBenchmark
 from heta_eval.records import BenchmarkWorkspace
 
+from .conftest import load_benchmark
+
 
 def _write(path: Path, rows: list[object]) -> Path:
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
     return path
 
 
-def _load(bench: JsonlBenchmark, tmp_path: Path) -> tuple[list, list, list]:
-    async def go() -> tuple[list, list, list]:
-        prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path))
-        return (
-            [d async for d in bench.documents(prepared)],
-            [c async for c in bench.cases(prepared)],
-            [u async for u in bench.run_units(prepared)],
-        )
-
-    return asyncio.run(go())
+_load = load_benchmark
 
 
 @pytest.fixture

@@ -85,16 +85,30 @@ def test_units_shape_builds_one_kb_per_unit_with_its_own_cases(
     assert [u["cases"] for u in report.metadata["run_units"]] == [12, 12, 12, 12]
 
 
-def test_limit_keeps_the_first_cases_and_skips_units_without_any(
+def test_limit_takes_a_seeded_subset_stratified_by_unit(
     tmp_path: Path, bm25_recipe: KnowledgeRecipe
 ) -> None:
-    report = _run(tmp_path, SampleBenchmark(shape="units"), bm25_recipe, limit=15)
-    assert len(report.case_results) == 15
-    assert [m.name.rsplit("-", 1)[-1] for m in report.knowledge_base_manifests] == [
-        "astronomy",
-        "cooking",
-    ]
-    assert report.metadata["cases"] == {"total": 48, "evaluated": 15, "failed": 0}
+    report = _run(tmp_path / "a", SampleBenchmark(shape="units"), bm25_recipe, limit=8)
+    picked = [r.case_id for r in report.case_results]
+    assert len(picked) == 8
+    # Four units, eight cases: every unit gives two, and only the units used are built.
+    assert sorted(u["cases"] for u in report.metadata["run_units"]) == [2, 2, 2, 2]
+    assert report.metadata["cases"] == {"total": 48, "evaluated": 8, "failed": 0}
+    again = _run(tmp_path / "b", SampleBenchmark(shape="units"), bm25_recipe, limit=8)
+    assert [r.case_id for r in again.case_results] == picked
+    other = _run(tmp_path / "c", SampleBenchmark(shape="units"), bm25_recipe, limit=8, seed=1)
+    assert [r.case_id for r in other.case_results] != picked
+    few = _run(tmp_path / "d", SampleBenchmark(shape="units"), bm25_recipe, limit=3)
+    assert len(few.knowledge_base_manifests) == 3
+
+
+def test_limit_on_a_corpus_keeps_the_whole_corpus(
+    tmp_path: Path, bm25_recipe: KnowledgeRecipe
+) -> None:
+    report = _run(tmp_path, SampleBenchmark(), bm25_recipe, limit=5)
+    assert len(report.case_results) == 5
+    assert report.knowledge_base_manifests[0].counts["documents"] == 36
+    assert [r.case_id for r in report.case_results] != [f"astronomy-q0{i}" for i in range(1, 6)]
 
 
 def test_query_failures_are_recorded_per_case(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ class JsonlBenchmark:
     that `unit_id` (documents without one join every unit) and is queried with the cases
     that carry it. Default evaluators: evidence recall@1 and @5, nDCG@10 and whether the
     top-5 context holds an expected answer; `evaluators` (a list of `_target_` specs)
-    replaces them.
+    replaces them. `slice_by` names case metadata keys the report also summarises by.
     """
 
     def __init__(
@@ -55,6 +55,7 @@ class JsonlBenchmark:
         build_scope: BuildScope = "corpus",
         evaluators: Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        slice_by: Sequence[str] = (),
     ) -> None:
         self.documents_path = Path(documents).expanduser()
         self.cases_path = Path(cases).expanduser()
@@ -67,6 +68,7 @@ class JsonlBenchmark:
             metadata=dict(metadata or {}),
         )
         self._evaluator_specs = [dict(s) for s in evaluators] if evaluators is not None else None
+        self.slice_by = tuple(slice_by)
 
     @property
     def manifest(self) -> BenchmarkManifest:

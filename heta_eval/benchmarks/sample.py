@@ -29,4 +29,5 @@ class SampleBenchmark(JsonlBenchmark):
             task_type="qa",
             build_scope="corpus" if shape == "corpus" else "case",
             metadata={"shape": shape},
+            slice_by=("difficulty", "question_type"),
         )

@@ -6,6 +6,7 @@ import re
 import string
 from typing import Literal
 
+from heta_eval.evaluators.numbers import numbers_match, parse_number, parse_numbers
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -76,3 +77,46 @@ class AnswerContains:
         padded = f" {haystack} "
         hit = any(f" {normalize_answer(a)} " in padded for a in case.expected.answers)
         return EvaluationScore(name=self.name, value=float(hit))
+
+
+class AnswerNumericMatch:
+    """Answer correctness that understands numbers (FinQA/TAT-QA style answers).
+
+    Every expected answer form counts (`57%`, `0.57484`); a number in the generated answer
+    matches when it is within `rel_tol` (relative) or `abs_tol` (absolute) of one, percent
+    forms included, or equals it rounded to the precision the expected answer shows. Signs,
+    thousands separators, currency symbols and accounting parentheses are understood. When
+    the answer holds several numbers, any of them may match (`details.numbers` lists them).
+    Expected answers without a number (yes/no) fall back to normalised exact match.
+    """
+
+    name = "answer_numeric_match"
+
+    def __init__(self, rel_tol: float = 1e-2, abs_tol: float = 1e-9) -> None:
+        if rel_tol < 0 or abs_tol < 0:
+            raise ValueError("rel_tol and abs_tol must be >= 0")
+        self.rel_tol = rel_tol
+        self.abs_tol = abs_tol
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        skipped = _skip(self.name, case, response)
+        if skipped is not None:
+            return skipped
+        answer = response.answer or ""
+        expected = [n for a in case.expected.answers if (n := parse_number(a)) is not None]
+        if not expected:
+            hit = any(
+                normalize_answer(answer) == normalize_answer(a) for a in case.expected.answers
+            )
+            return EvaluationScore(name=self.name, value=float(hit), details={"mode": "text"})
+        predicted = parse_numbers(answer)
+        hit = any(
+            numbers_match(p, e, rel_tol=self.rel_tol, abs_tol=self.abs_tol)
+            for p in predicted
+            for e in expected
+        )
+        return EvaluationScore(
+            name=self.name,
+            value=float(hit),
+            details={"mode": "numeric", "numbers": [p.value for p in predicted]},
+        )

@@ -2,14 +2,19 @@
 
 Relevance judgments come from a case's evidence: each evidence item names a document (its
 locator's `document_id`, else its `reference_id`) and a grade (`metadata["relevance"]`,
-1 when absent). Ranked documents come from the response: chunk hits map back to their
-document and only a document's first occurrence counts. Cases without any positive
-judgment are skipped, as trec_eval skips queries missing from the qrels.
+1 when absent); a document is relevant when its grade is >= 1 (trec_eval's default
+relevance level). The ranking comes from the response: chunk hits map back to their
+document and only a document's first occurrence counts, so a document never counts twice.
+The response's order is taken as the ranking. Cases without any relevant document are
+skipped, as trec_eval skips queries missing from the qrels.
+
+The metric functions are pure: `(grades, ranked, k) -> float`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
@@ -34,64 +39,152 @@ def ranked_documents(response: QueryResponse) -> list[str]:
     return list(seen)
 
 
-def _check_k(k: int) -> int:
-    if k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k}")
-    return k
+def ndcg_at_k(
+    grades: Mapping[str, int], ranked: Sequence[str], k: int, exponential: bool = False
+) -> float:
+    """nDCG@k: gain = grade (trec_eval) or 2^grade - 1, discount log2(rank + 1)."""
+
+    def gain(grade: int) -> float:
+        return 2.0**grade - 1.0 if exponential else float(grade)
+
+    dcg = sum(
+        gain(grades[d]) / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if grades.get(d, 0) > 0
+    )
+    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
+    idcg = sum(gain(g) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
 
 
-class NDCGAtK:
-    """nDCG@k with trec_eval's gain (the grade itself) and log2(rank + 1) discount.
+def recall_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
+    """Relevant documents within the top k, over all relevant documents."""
+    relevant = {d for d, g in grades.items() if g > 0}
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
 
-    `gain="exponential"` uses 2^grade - 1 instead (reported as `ndcg_exp@k`); the two agree
-    for binary relevance.
-    """
 
-    def __init__(self, k: int = 10, gain: str = "linear") -> None:
-        if gain not in ("linear", "exponential"):
-            raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
-        self.k = _check_k(k)
-        self.gain = gain
+def precision_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
+    """Relevant documents within the top k, over k (trec_eval's P_k: short runs are not
+    rewarded, the denominator stays k)."""
+    return sum(1 for d in ranked[:k] if grades.get(d, 0) > 0) / k
+
+
+def average_precision_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
+    """AP@k (trec_eval's map_cut_k): precision at each relevant rank within k, summed, over
+    the number of relevant documents (all of them, not only those within k)."""
+    relevant = sum(1 for g in grades.values() if g > 0)
+    if not relevant:
+        return 0.0
+    hits = 0
+    total = 0.0
+    for i, doc in enumerate(ranked[:k]):
+        if grades.get(doc, 0) > 0:
+            hits += 1
+            total += hits / (i + 1)
+    return total / relevant
+
+
+def reciprocal_rank_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
+    """1 / rank of the first relevant document within the top k, 0 when there is none."""
+    for i, doc in enumerate(ranked[:k]):
+        if grades.get(doc, 0) > 0:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def success_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
+    """1 when any relevant document is within the top k (Hit@k), else 0."""
+    return float(any(grades.get(d, 0) > 0 for d in ranked[:k]))
+
+
+class _DocumentMetric:
+    """Shared shape of the document-level metrics: judgments, ranking, skip rule."""
+
+    prefix = ""
+
+    def __init__(self, k: int = 10, ignore_identical_ids: bool = False) -> None:
+        if k <= 0:
+            raise ValueError(f"k must be a positive integer, got {k}")
+        self.k = k
+        self.ignore_identical_ids = ignore_identical_ids
 
     @property
     def name(self) -> str:
-        return f"ndcg@{self.k}" if self.gain == "linear" else f"ndcg_exp@{self.k}"
+        return f"{self.prefix}@{self.k}"
 
-    def _gain(self, grade: int) -> float:
-        return float(grade) if self.gain == "linear" else 2.0**grade - 1.0
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        raise NotImplementedError
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
         grades = relevance_judgments(case)
-        ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[: self.k]
-        if not ideal:
+        ranked = ranked_documents(response)
+        if self.ignore_identical_ids:
+            grades = {d: g for d, g in grades.items() if d != case.case_id}
+            ranked = [d for d in ranked if d != case.case_id]
+        if not any(g > 0 for g in grades.values()):
             return EvaluationScore(
                 name=self.name, value=None, skipped_reason="no relevant documents"
             )
-        ranked = ranked_documents(response)[: self.k]
-        dcg = sum(
-            self._gain(grades[d]) / math.log2(i + 2)
-            for i, d in enumerate(ranked)
-            if grades.get(d, 0) > 0
-        )
-        idcg = sum(self._gain(g) / math.log2(i + 2) for i, g in enumerate(ideal))
-        return EvaluationScore(name=self.name, value=dcg / idcg)
+        return EvaluationScore(name=self.name, value=self.compute(grades, ranked))
 
 
-class RecallAtK:
-    """Fraction of the relevant documents (grade > 0) ranked within the top k."""
+class NDCGAtK(_DocumentMetric):
+    """nDCG@k with trec_eval's gain (the grade itself) and log2(rank + 1) discount.
 
-    def __init__(self, k: int = 100) -> None:
-        self.k = _check_k(k)
+    `gain="exponential"` uses 2^grade - 1 instead (reported as `ndcg_exp@k`, the form some
+    libraries use); the two agree for binary relevance. `ignore_identical_ids` drops a
+    retrieved or judged document whose id equals the case id (BEIR's convention).
+    """
 
-    @property
-    def name(self) -> str:
-        return f"recall@{self.k}"
+    def __init__(self, k: int = 10, gain: str = "linear", ignore_identical_ids: bool = False):
+        if gain not in ("linear", "exponential"):
+            raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+        super().__init__(k, ignore_identical_ids)
+        self.gain = gain
+        self.prefix = "ndcg" if gain == "linear" else "ndcg_exp"
 
-    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        relevant = {d for d, g in relevance_judgments(case).items() if g > 0}
-        if not relevant:
-            return EvaluationScore(
-                name=self.name, value=None, skipped_reason="no relevant documents"
-            )
-        found = relevant.intersection(ranked_documents(response)[: self.k])
-        return EvaluationScore(name=self.name, value=len(found) / len(relevant))
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return ndcg_at_k(grades, ranked, self.k, exponential=self.gain == "exponential")
+
+
+class RecallAtK(_DocumentMetric):
+    """Fraction of the relevant documents ranked within the top k."""
+
+    prefix = "recall"
+
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return recall_at_k(grades, ranked, self.k)
+
+
+class PrecisionAtK(_DocumentMetric):
+    """Relevant documents within the top k divided by k (trec_eval's P_k)."""
+
+    prefix = "precision"
+
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return precision_at_k(grades, ranked, self.k)
+
+
+class MAPAtK(_DocumentMetric):
+    """Average precision cut at k (trec_eval's map_cut_k), averaged over cases as MAP@k."""
+
+    prefix = "map"
+
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return average_precision_at_k(grades, ranked, self.k)
+
+
+class MRRAtK(_DocumentMetric):
+    """Reciprocal rank of the first relevant document within k (BEIR's MRR@k)."""
+
+    prefix = "mrr"
+
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return reciprocal_rank_at_k(grades, ranked, self.k)
+
+
+class SuccessAtK(_DocumentMetric):
+    """1 when a relevant document is within the top k (Success@k, also called Hit@k)."""
+
+    prefix = "success"
+
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return success_at_k(grades, ranked, self.k)

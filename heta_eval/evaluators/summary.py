@@ -45,3 +45,16 @@ def summarize(
                 mean=mean, scored=len(values), skipped=skipped, failed=failed
             )
     return summary, details
+
+
+def summarize_slices(
+    results: Sequence[EvaluationCaseResult],
+    query_modes: Sequence[str],
+    metrics: Sequence[str],
+) -> dict[str, dict[str, float]]:
+    """Score summaries per slice label value, keyed `"{label}={value}"`, sorted by key."""
+    groups: dict[str, list[EvaluationCaseResult]] = {}
+    for result in results:
+        for label, value in result.labels.items():
+            groups.setdefault(f"{label}={value}", []).append(result)
+    return {key: summarize(groups[key], query_modes, metrics)[0] for key in sorted(groups)}

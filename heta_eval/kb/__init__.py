@@ -4,11 +4,19 @@ from heta_eval.kb.bm25 import BM25Index
 from heta_eval.kb.chunking import FixedSizeChunker
 from heta_eval.kb.documents import Chunk, ParsedSource, RawSource, Segment
 from heta_eval.kb.knowledge_base import KnowledgeBase, UnknownQueryModeError
-from heta_eval.kb.parsing import ParseError, PlainTextParser
+from heta_eval.kb.parsing import (
+    SEGMENTS_MEDIA_TYPE,
+    MediaTypeParser,
+    ParseError,
+    PdfParser,
+    PlainTextParser,
+    SegmentsJsonParser,
+)
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, ObjectStore
 
 __all__ = [
+    "SEGMENTS_MEDIA_TYPE",
     "BM25Index",
     "Chunk",
     "FixedSizeChunker",
@@ -16,11 +24,14 @@ __all__ = [
     "KnowledgeBase",
     "KnowledgeRecipe",
     "LocalObjectStore",
+    "MediaTypeParser",
     "ObjectStore",
     "ParseError",
     "ParsedSource",
+    "PdfParser",
     "PlainTextParser",
     "RawSource",
     "Segment",
+    "SegmentsJsonParser",
     "UnknownQueryModeError",
 ]

@@ -42,9 +42,23 @@ class BenchmarkResource(Record):
 
     name: NonEmptyStr
     uri: NonEmptyStr
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    checksum: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="'sha256:<hex digest>' of the file; None when the publisher gives none",
+    )
     size_bytes: int | None = Field(default=None, ge=0)
     description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _bare(cls, value: str) -> str:
+        return check_bare_name(value, "name")
+
+    @property
+    def sha256(self) -> str | None:
+        """The expected sha256 hex digest, if the resource declares one."""
+        return self.checksum.removeprefix("sha256:") if self.checksum else None
 
 
 class BenchmarkWorkspace(Record):

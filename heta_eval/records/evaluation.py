@@ -60,6 +60,9 @@ class EvaluationCaseResult(Record):
     unit_id: NonEmptyStr
     query_mode: NonEmptyStr
     query: str
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="slice labels from the case, e.g. question_type"
+    )
     scores: tuple[EvaluationScore, ...] = ()
     retrieved: tuple[RetrievedItem, ...] = ()
     answer: str | None = None
@@ -95,6 +98,10 @@ class EvaluationReport(Record):
     query_modes: tuple[str, ...]
     score_summary: dict[str, float]
     score_details: dict[str, ScoreAggregate] = Field(default_factory=dict)
+    score_slices: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description='per-slice summaries keyed "{label}={value}", e.g. "question_type=comparison"',
+    )
     case_results: tuple[EvaluationCaseResult, ...]
     started_at: datetime
     finished_at: datetime

@@ -36,6 +36,10 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     metrics = [(metric_name(k), v, 0) for k, v in sorted(report.score_summary.items())]
     for key, detail in sorted(report.score_details.items()):
         metrics.append((metric_name(f"{key}.scored"), float(detail.scored), 0))
+    for slice_key, summary in sorted(report.score_slices.items()):
+        label, _, value = slice_key.partition("=")
+        for key, mean in sorted(summary.items()):
+            metrics.append((metric_name(f"slice/{label}/{value}/{key}"), mean, 0))
     for step, kb in enumerate(report.knowledge_base_manifests):
         metrics.append(("kb.build_seconds", kb.build_seconds, step))
         metrics.append(("kb.chunks", float(kb.counts.get("chunks", 0)), step))

@@ -1,0 +1,150 @@
+"""Archive extraction refuses members that could escape, and extracts each archive once."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from heta_eval.benchmarks.archives import UnsafeArchiveError, extract_archive
+from heta_eval.benchmarks.download import sha256_file
+
+# --------------------------------------------------------------------------------------------
+# extract_archive
+# --------------------------------------------------------------------------------------------
+
+
+def make_zip(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        for name, link_target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, link_target)
+    return path
+
+
+def make_tar(path: Path, members: list[tarfile.TarInfo], mode: str = "w:gz") -> Path:
+    with tarfile.open(path, mode) as tf:
+        for info in members:
+            data = b"payload" if info.isreg() else None
+            if data is not None:
+                info.size = len(data)
+            tf.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def tar_member(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = linkname
+    return info
+
+
+def test_extract_zip(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "a.zip", {"top/a.txt": b"alpha", "top/sub/b.txt": b"beta"})
+    target = extract_archive(archive, tmp_path / "out")
+    assert target == tmp_path / "out"
+    assert (target / "top" / "a.txt").read_bytes() == b"alpha"
+    assert (target / "top" / "sub" / "b.txt").read_bytes() == b"beta"
+    assert (target / ".extracted-from").read_text().strip() == sha256_file(archive)
+    assert not any(p.name.startswith(".out.tmp") for p in tmp_path.iterdir())
+
+
+def test_extract_tar_gz(tmp_path: Path) -> None:
+    archive = tmp_path / "a.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        for name, data in (("d/one.txt", b"one"), ("d/two/three.txt", b"three")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    target = extract_archive(archive, tmp_path / "out")
+    assert (target / "d" / "one.txt").read_bytes() == b"one"
+    assert (target / "d" / "two" / "three.txt").read_bytes() == b"three"
+
+
+def test_second_extraction_is_skipped(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "a.zip", {"a.txt": b"alpha", "b.txt": b"beta"})
+    target = extract_archive(archive, tmp_path / "out")
+    (target / "a.txt").unlink()  # a re-extraction would restore it
+    assert extract_archive(archive, target) == target
+    assert not (target / "a.txt").exists()
+
+    # A different archive for the same target replaces the old extraction.
+    other = make_zip(tmp_path / "b.zip", {"c.txt": b"gamma"})
+    extract_archive(other, target)
+    assert sorted(p.name for p in target.iterdir()) == [".extracted-from", "c.txt"]
+
+
+def test_foreign_target_is_not_deleted(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "a.zip", {"a.txt": b"alpha"})
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "mine.txt").write_text("user data")
+    with pytest.raises(FileExistsError):
+        extract_archive(archive, target)
+    assert (target / "mine.txt").read_text() == "user data"
+
+
+UNSAFE_ZIPS = {
+    "parent": ({"ok.txt": b"fine", "../evil.txt": b"evil"}, None, "../evil.txt"),
+    "absolute": ({"ok.txt": b"fine", "/tmp/evil": b"evil"}, None, "/tmp/evil"),
+    "drive": ({"C:/evil.txt": b"evil"}, None, "C:/evil.txt"),
+    "symlink": ({"ok.txt": b"fine"}, {"link": "/etc/passwd"}, "link"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE_ZIPS))
+def test_unsafe_zip_is_refused(tmp_path: Path, case: str) -> None:
+    members, symlinks, bad = UNSAFE_ZIPS[case]
+    archive = make_zip(tmp_path / "bad.zip", members, symlinks)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with pytest.raises(UnsafeArchiveError) as info:
+        extract_archive(archive, workdir / "out")
+    assert bad in str(info.value)
+    assert "bad.zip" in str(info.value)
+    assert not (workdir / "out").exists()
+    assert not (tmp_path / "evil.txt").exists()
+    assert [p.name for p in workdir.iterdir() if not p.name.endswith(".lock")] == []
+
+
+UNSAFE_TARS = {
+    "parent": (tar_member("../evil.txt"), "../evil.txt"),
+    "nested-parent": (tar_member("a/../../evil.txt"), "a/../../evil.txt"),
+    "absolute": (tar_member("/tmp/evil"), "/tmp/evil"),
+    "symlink": (tar_member("link", tarfile.SYMTYPE, "/etc/passwd"), "link"),
+    "hardlink": (tar_member("hard", tarfile.LNKTYPE, "/etc/passwd"), "hard"),
+    "fifo": (tar_member("pipe", tarfile.FIFOTYPE), "pipe"),
+    "device": (tar_member("dev", tarfile.CHRTYPE), "dev"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE_TARS))
+def test_unsafe_tar_is_refused(tmp_path: Path, case: str) -> None:
+    member, bad = UNSAFE_TARS[case]
+    # The good member comes first: nothing may be written before every member is checked.
+    archive = make_tar(tmp_path / "bad.tar.gz", [tar_member("ok.txt"), member])
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with pytest.raises(UnsafeArchiveError) as info:
+        extract_archive(archive, workdir / "out")
+    assert bad in str(info.value)
+    assert "bad.tar.gz" in str(info.value)
+    assert not (workdir / "out").exists()
+    assert not (tmp_path / "evil.txt").exists()
+    assert [p.name for p in workdir.iterdir() if not p.name.endswith(".lock")] == []
+
+
+@pytest.mark.parametrize("mode,suffix", [("w", ".tar"), ("w:bz2", ".tar.bz2"), ("w:xz", ".tar.xz")])
+def test_other_tar_compressions(tmp_path: Path, mode: str, suffix: str) -> None:
+    archive = make_tar(tmp_path / f"a{suffix}", [tar_member("x/file.txt")], mode)
+    target = extract_archive(archive, tmp_path / "out")
+    assert (target / "x" / "file.txt").read_bytes() == b"payload"
+    assert sorted(os.listdir(target)) == [".extracted-from", "x"]
