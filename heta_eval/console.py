@@ -9,25 +9,35 @@ from heta_eval.records import EvaluationReport
 
 
 def summary_table(report: EvaluationReport) -> Table:
-    """One row per (query mode, metric) with the mean and how many cases it covers."""
+    """One row per (query mode, metric): mean, confidence interval, and case counts."""
     table = Table(
         title=f"{report.benchmark.key} · recipe {report.recipe_manifest.get('name', '?')}",
         title_justify="left",
     )
-    for column in ("query mode", "metric", "mean", "scored", "skipped", "failed"):
+    details = report.score_details
+    level = next(iter(details.values())).confidence if details else 0.95
+    columns = ("query mode", "metric", "mean", f"{level:.0%} CI", "scored", "skipped", "failed")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("query mode", "metric") else "right")
-    for key, detail in report.score_details.items():
+    for key, detail in details.items():
         mode, _, metric = key.partition(".")
         mean = "—" if detail.mean is None else f"{detail.mean:.4f}"
-        table.add_row(
-            mode, metric, mean, str(detail.scored), str(detail.skipped), str(detail.failed)
+        interval = (
+            "—"
+            if detail.ci_low is None or detail.ci_high is None
+            else f"[{detail.ci_low:.3f}, {detail.ci_high:.3f}]"
         )
+        skipped = str(detail.skipped + detail.undetermined)
+        table.add_row(mode, metric, mean, interval, str(detail.scored), skipped, str(detail.failed))
     return table
 
 
 def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> None:
     """Print the summary table, where the report is, and how to see the tracked run."""
     console = Console()
+    if not console.is_terminal:
+        # Logs and CI have no terminal width; don't squeeze metric names into 80 columns.
+        console = Console(width=max(console.width, 120))
     console.print(summary_table(report))
     evaluated = len(report.case_results)
     failed = len(report.failed_cases)

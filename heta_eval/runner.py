@@ -347,7 +347,14 @@ class BenchmarkRunner:
             )
         evaluate_seconds = time.perf_counter() - clock - write_seconds
         metric_names = [e.name for e in self.evaluators]
-        summary, details = summarize(results, self.query_modes, metric_names)
+        summary, details = summarize(
+            results,
+            self.query_modes,
+            metric_names,
+            resamples=self.settings.bootstrap_resamples,
+            confidence=self.settings.confidence,
+            seed=self.settings.seed,
+        )
         report = EvaluationReport(
             report_id=uuid.uuid4().hex,
             benchmark=manifest,

@@ -23,6 +23,10 @@ class RunnerSettings(Record):
         default=None, gt=0, description="evaluate a seeded subset of N cases (smoke runs)"
     )
     seed: int = 0
+    bootstrap_resamples: int = Field(
+        default=1000, ge=1, description="resamples of the bootstrap confidence intervals"
+    )
+    confidence: float = Field(default=0.95, gt=0, lt=1, description="confidence level of CIs")
     output_dir: Path = Path("outputs/run")
     store_dir: Path = Path("outputs/store")
     workspace_dir: Path = Path("outputs/data")

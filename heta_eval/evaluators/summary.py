@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from heta_eval.evaluators.statistics import bootstrap_ci, sample_std
 from heta_eval.records import EvaluationCaseResult, ScoreAggregate
 
 
@@ -16,11 +18,17 @@ def summarize(
     results: Sequence[EvaluationCaseResult],
     query_modes: Sequence[str],
     metrics: Sequence[str],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> tuple[dict[str, float], dict[str, ScoreAggregate]]:
-    """Mean of each metric over the cases it scored, per query mode.
+    """Mean of each metric over the cases it scored, per query mode, with its statistics.
 
-    Skipped scores (value None) and failed cases are counted, never averaged in. A metric
-    that scored no case has no entry in the summary, only in the details.
+    Skipped, undetermined and failed cases are counted, never averaged in. The details add
+    the sample standard deviation and a seeded percentile-bootstrap confidence interval
+    (`resamples` resamples at `confidence`). A metric that scored no case has no entry in
+    the summary, only in the details.
     """
     summary: dict[str, float] = {}
     details: dict[str, ScoreAggregate] = {}
@@ -28,21 +36,32 @@ def summarize(
         mode_results = [r for r in results if r.query_mode == mode]
         for metric in metrics:
             values: list[float] = []
-            skipped = failed = 0
+            skipped = undetermined = failed = 0
             for result in mode_results:
                 score = next((s for s in result.scores if s.name == metric), None)
                 if score is None:
                     failed += 1
+                elif score.undetermined:
+                    undetermined += 1
                 elif score.value is None:
                     skipped += 1
                 else:
                     values.append(score.value)
             key = summary_key(mode, metric)
-            mean = sum(values) / len(values) if values else None
+            mean = math.fsum(values) / len(values) if values else None
             if mean is not None:
                 summary[key] = mean
+            interval = bootstrap_ci(values, resamples, confidence, seed) if values else None
             details[key] = ScoreAggregate(
-                mean=mean, scored=len(values), skipped=skipped, failed=failed
+                mean=mean,
+                std=sample_std(values),
+                ci_low=interval[0] if interval else None,
+                ci_high=interval[1] if interval else None,
+                confidence=confidence,
+                scored=len(values),
+                skipped=skipped,
+                undetermined=undetermined,
+                failed=failed,
             )
     return summary, details
 
@@ -57,4 +76,6 @@ def summarize_slices(
     for result in results:
         for label, value in result.labels.items():
             groups.setdefault(f"{label}={value}", []).append(result)
-    return {key: summarize(groups[key], query_modes, metrics)[0] for key in sorted(groups)}
+    return {
+        key: summarize(groups[key], query_modes, metrics, resamples=1)[0] for key in sorted(groups)
+    }

@@ -18,11 +18,17 @@ REPORT_SCHEMA_VERSION = "1"
 
 
 class EvaluationScore(Record):
-    """One metric value for one case; `value` is None when the metric does not apply."""
+    """One metric value for one case.
+
+    `value` is None when the metric does not apply (`skipped_reason` says why) or when it
+    could not be decided (`undetermined=True`, e.g. a judge that gave no verdict); neither
+    is ever averaged in, and both are counted.
+    """
 
     name: NonEmptyStr
     value: float | None
     skipped_reason: str | None = None
+    undetermined: bool = False
     details: JsonDict = Field(default_factory=dict)
 
     @field_validator("value")
@@ -79,11 +85,16 @@ class EvaluationCaseResult(Record):
 
 
 class ScoreAggregate(Record):
-    """Mean of one metric over one query mode, with how many cases it covers."""
+    """One metric over one query mode: mean, spread, 95% bootstrap CI, and case counts."""
 
     mean: float | None
+    std: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = 0.95
     scored: int = Field(ge=0)
     skipped: int = Field(ge=0)
+    undetermined: int = Field(default=0, ge=0)
     failed: int = Field(ge=0)
 
 

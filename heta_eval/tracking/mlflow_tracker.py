@@ -35,7 +35,10 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     """(MLflow metric name, value, step) for everything numeric a run should show."""
     metrics = [(metric_name(k), v, 0) for k, v in sorted(report.score_summary.items())]
     for key, detail in sorted(report.score_details.items()):
-        metrics.append((metric_name(f"{key}.scored"), float(detail.scored), 0))
+        for stat in ("scored", "skipped", "undetermined", "failed", "std", "ci_low", "ci_high"):
+            value = getattr(detail, stat)
+            if value is not None:
+                metrics.append((metric_name(f"{key}.{stat}"), float(value), 0))
     for slice_key, summary in sorted(report.score_slices.items()):
         label, _, value = slice_key.partition("=")
         for key, mean in sorted(summary.items()):
