@@ -134,12 +134,14 @@ def _evaluators(
     if spec.get("use_benchmark_defaults", True):
         chosen.extend(benchmark.evaluators())
     for i, item in enumerate(spec.get("extra") or []):
-        extra = create_component(f"evaluator.extra[{i}]", item)
-        if any(e.name == extra.name for e in chosen):
-            # The benchmark already scores this metric; its own settings win.
-            log.info("evaluator.extra[%d]: %s is already among the evaluators", i, extra.name)
-            continue
-        chosen.append(extra)
+        created = create_component(f"evaluator.extra[{i}]", item)
+        # A factory such as retrieval_metrics(ks=[...]) gives several evaluators at once.
+        for extra in created if isinstance(created, list | tuple) else [created]:
+            if any(e.name == extra.name for e in chosen):
+                # The benchmark already scores this metric; its own settings win.
+                log.info("evaluator.extra[%d]: %s is already among the evaluators", i, extra.name)
+                continue
+            chosen.append(extra)
     return tuple(chosen)
 
 

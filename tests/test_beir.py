@@ -60,10 +60,11 @@ def test_documents_cases_and_conventions(tmp_path: Path, caplog: pytest.LogCaptu
     assert [d.document_id for d in documents] == ["d1", "d2", "q2"]
     assert documents[0].data == b"Kelp\nKelp forests shelter otters."
     assert documents[1].data == b"Coral reefs bleach in warm water."
-    # Only judged queries are cases; grade-0 judgments are not evidence; grades are kept.
+    # Only judged queries are cases; every judgment is evidence with its grade.
     assert [c.case_id for c in cases] == ["q1", "q2"]
-    (q1_evidence,) = cases[0].expected.evidence
-    assert q1_evidence.locator == {"document_id": "d1"} and q1_evidence.metadata == {"relevance": 2}
+    relevant, judged_not = cases[0].expected.evidence
+    assert relevant.locator == {"document_id": "d1"} and relevant.metadata == {"relevance": 2}
+    assert judged_not.locator == {"document_id": "d2"} and judged_not.metadata == {"relevance": 0}
     assert [u.unit_id for u in units] == ["corpus"]
     assert "1 qrels queries are not in queries.jsonl and 1 judgments name documents" in caplog.text
 

@@ -97,8 +97,15 @@ def test_evaluator_groups_extend_or_replace(composer) -> None:
     default = [e.name for e in assemble(composer()).evaluators]
     extended = [e.name for e in assemble(composer("evaluator=with_answers")).evaluators]
     replaced = [e.name for e in assemble(composer("evaluator=retrieval")).evaluators]
-    assert extended == [*default, "answer_exact_match", "answer_contains"]
-    assert replaced == ["ndcg@10", "recall@10", "recall@100"]
+    assert extended == [*default, "answer_exact_match", "answer_f1", "answer_contains"]
+    assert replaced == [
+        *(
+            f"{m}@{k}"
+            for m in ("ndcg", "recall", "map", "mrr", "precision", "success")
+            for k in (10, 100)
+        ),
+        "r_precision",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,20 @@ import math
 import pytest
 
 from heta_eval.evaluators import (
+    AllEvidenceAtK,
     AnswerContains,
     AnswerExactMatch,
     AnswerNumericMatch,
+    AnswerTokenF1,
     EvidenceMatcher,
+    EvidenceNDCGAtK,
     EvidenceRecallAtK,
     NDCGAtK,
     RecallAtK,
     evidence_matches,
+    evidence_metrics,
     normalize_answer,
+    token_f1,
 )
 from heta_eval.records import (
     BenchmarkCase,
@@ -134,7 +139,9 @@ def test_ndcg_matches_a_hand_computation_with_graded_relevance() -> None:
         exp_dcg / exp_idcg
     )
     assert _score(NDCGAtK(k=1), case, response) == 0.0
-    assert _score(NDCGAtK(k=10), _graded(c=0), response) is None
+    # Judged but nothing relevant: 0, as trec_eval; no judgments at all: skipped.
+    assert _score(NDCGAtK(k=10), _graded(c=0), response) == 0.0
+    assert _score(NDCGAtK(k=10), _case(), response) is None
 
 
 def test_recall_at_k_counts_documents_once() -> None:
@@ -195,3 +202,42 @@ def test_matcher_modes() -> None:
     assert EvidenceMatcher("locator_and_text", min_text_overlap=0.8).matches(evidence, cut)
     with pytest.raises(ValueError, match="mode must be one of"):
         EvidenceMatcher("fuzzy")  # type: ignore[arg-type]
+
+
+def test_evidence_metrics_below_the_document() -> None:
+    evidence = (
+        BenchmarkEvidence(locator={"document_id": "r", "page_index": 3}),
+        BenchmarkEvidence(locator={"document_id": "r", "page_index": 7}),
+        BenchmarkEvidence(locator={"document_id": "r", "page_index": 9}, metadata={"relevance": 0}),
+    )
+    case = _case(evidence=evidence)
+    # Ranks: page 5 (miss), page 3 (hit), page 3 again (hit, same item), page 9 (judged not relevant).
+    response = _response(
+        _result("r", 0, page=5),
+        _result("r", 1, page=3),
+        _result("r", 2, page=3),
+        _result("r", 3, page=9),
+    )
+    scores = {
+        e.name: _score(e, case, response)
+        for e in evidence_metrics(metrics=["recall", "precision", "ndcg", "mrr", "all"], ks=[2, 4])
+    }
+    assert scores["evidence_recall@2"] == 0.5 and scores["evidence_recall@4"] == 0.5
+    assert scores["evidence_precision@2"] == 0.5 and scores["evidence_precision@4"] == 0.5
+    assert scores["evidence_mrr@2"] == 0.5
+    # One new item found at rank 2; ideal: two items at ranks 1 and 2.
+    assert scores["evidence_ndcg@4"] == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    assert scores["all_evidence@4"] == 0.0
+    found_all = _response(_result("r", 0, page=7), _result("r", 1, page=3))
+    assert _score(AllEvidenceAtK(k=2), case, found_all) == 1.0
+    assert _score(EvidenceNDCGAtK(k=2), case, found_all) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="unknown evidence metrics"):
+        evidence_metrics(metrics=["f1"])
+
+
+def test_token_f1() -> None:
+    assert token_f1("the marine protected areas", "Marine protected areas") == 1.0
+    assert token_f1("protected areas", "marine protected areas") == pytest.approx(0.8)
+    assert token_f1("", "x") == 0.0
+    case = _case(answers=("four moons", "4"))
+    assert _score(AnswerTokenF1(), case, _response(answer="four")) == pytest.approx(2 / 3)

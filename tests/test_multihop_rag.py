@@ -297,6 +297,7 @@ def test_documents_cases_and_units(data_root: Path, tmp_path: Path) -> None:
         "evidence_recall@2",
         "evidence_recall@4",
         "evidence_recall@10",
+        "all_evidence@10",
         "context_has_answer@10",
         "answer_contains",
     ]
@@ -473,7 +474,12 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="min_text_overlap must be within"):
         MultiHopRagBenchmark(evidence_min_text_overlap=1.5)
     names = [e.name for e in MultiHopRagBenchmark(top_k_evidence=[5]).evaluators()]
-    assert names == ["evidence_recall@5", "context_has_answer@5", "answer_contains"]
+    assert names == [
+        "evidence_recall@5",
+        "all_evidence@5",
+        "context_has_answer@5",
+        "answer_contains",
+    ]
 
 
 def test_repeated_articles_are_kept_once_with_a_warning(

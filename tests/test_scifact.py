@@ -48,12 +48,13 @@ def test_metrics_agree_with_trec_eval_per_query(
     scifact_report: EvaluationReport, scifact_dir: Path
 ) -> None:
     qrels = read_qrels(scifact_dir / "qrels" / "test.tsv")
+    # The run as BEIR hands it to pytrec_eval: each document with its (best) BM25 score;
+    # trec_eval orders it, ties included, and our metrics must rank it the same way.
     run: dict[str, dict[str, float]] = {}
     for result in scifact_report.case_results:
         ranked: dict[str, float] = {}
         for item in result.retrieved:
-            # Rank-derived scores keep trec_eval's order identical to ours despite score ties.
-            ranked.setdefault(item.document_id, 1.0 / (len(ranked) + 1))
+            ranked[item.document_id] = max(item.score, ranked.get(item.document_id, item.score))
         run[result.case_id] = ranked
     measures = {"ndcg_cut.10", "recall.100", "map_cut.100", "P.10", "recip_rank"}
     reference = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)

@@ -85,9 +85,9 @@ class BeirBenchmark:
     - Documents keep BEIR's `_id`; the indexed text is the title, a newline, then the text.
     - Cases are the queries judged in `qrels/{split}.tsv`; unjudged queries are left out,
       as BEIR evaluates only judged queries.
-    - Graded qrels become evidence with `metadata["relevance"]`; grades <= 0 mean "judged not
-      relevant" and are not evidence. Qrels naming unknown documents or queries are counted
-      and reported in one warning, not dropped silently.
+    - Graded qrels become evidence with `metadata["relevance"]`; grades <= 0 are kept as
+      "judged not relevant" (the metrics treat them as trec_eval does). Qrels naming unknown
+      documents or queries are counted and reported in one warning, not dropped silently.
     - Metrics are computed at document level: chunk hits map back to their document and
       only its first (best) occurrence counts; nDCG uses trec_eval's gain (the grade).
     - A retrieved document whose id equals the query id is ignored (BEIR's
@@ -234,8 +234,6 @@ class BeirBenchmark:
             seen.add(query_id)
             evidence = []
             for doc_id, grade in judged.items():
-                if grade <= 0:
-                    continue
                 if doc_id not in self._doc_ids:
                     unknown_docs += 1
                 evidence.append(

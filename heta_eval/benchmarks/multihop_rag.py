@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
-from heta_eval.evaluators import AnswerContains, EvidenceMatcher, EvidenceRecallAtK
+from heta_eval.evaluators import AllEvidenceAtK, AnswerContains, EvidenceMatcher, EvidenceRecallAtK
 from heta_eval.protocol import BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -393,6 +393,7 @@ class MultiHopRagBenchmark:
     def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]:
         return (
             *(EvidenceRecallAtK(k, matcher=self.matcher) for k in self.top_k_evidence),
+            AllEvidenceAtK(k=max(self.top_k_evidence), matcher=self.matcher),
             AnswerContains(target="context", k=max(self.top_k_evidence)),
             AnswerContains(target="answer"),
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from typing import Literal
 
 from heta_eval.evaluators.numbers import numbers_match, parse_number, parse_numbers
@@ -40,6 +41,33 @@ class AnswerExactMatch:
         answer = normalize_answer(response.answer)
         hit = any(answer == normalize_answer(a) for a in case.expected.answers)
         return EvaluationScore(name=self.name, value=float(hit))
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """SQuAD token F1 between normalised prediction and reference (bag of tokens)."""
+    predicted = normalize_answer(prediction).split()
+    expected = normalize_answer(reference).split()
+    if not predicted or not expected:
+        return float(predicted == expected)
+    common = Counter(predicted) & Counter(expected)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(predicted), overlap / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+class AnswerTokenF1:
+    """SQuAD token F1 of the answer, the best over the expected answers."""
+
+    name = "answer_f1"
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        skipped = _skip(self.name, case, response)
+        if skipped is not None:
+            return skipped
+        best = max(token_f1(response.answer or "", a) for a in case.expected.answers)
+        return EvaluationScore(name=self.name, value=best)
 
 
 class AnswerContains:

@@ -3,10 +3,17 @@
 Relevance judgments come from a case's evidence: each evidence item names a document (its
 locator's `document_id`, else its `reference_id`) and a grade (`metadata["relevance"]`,
 1 when absent); a document is relevant when its grade is >= 1 (trec_eval's default
-relevance level). The ranking comes from the response: chunk hits map back to their
-document and only a document's first occurrence counts, so a document never counts twice.
-The response's order is taken as the ranking. Cases without any relevant document are
-skipped, as trec_eval skips queries missing from the qrels.
+relevance level), and a judged document with grade <= 0 is judged non-relevant.
+
+The ranking follows trec_eval exactly:
+- duplicates: chunk hits map back to their document, which keeps its best (first) score,
+  so a document never counts twice;
+- ties: documents are ordered by score, descending, and equal scores by document id,
+  descending (trec_eval's `comp_sim_docno`), whatever order the engine returned them in;
+- missing queries: a case with no judgments at all is skipped (trec_eval evaluates only
+  queries in the qrels); a case whose judgments are all non-relevant scores 0, as in
+  trec_eval, and is averaged in;
+- `k` larger than the ranking: the ranking is simply shorter (precision still divides by k).
 
 The metric functions are pure: `(grades, ranked, k) -> float`.
 """
@@ -32,11 +39,16 @@ def relevance_judgments(case: BenchmarkCase) -> dict[str, int]:
 
 
 def ranked_documents(response: QueryResponse) -> list[str]:
-    """Document ids in rank order, each kept at its first occurrence."""
-    seen: dict[str, None] = {}
+    """Document ids ranked as trec_eval ranks them (see the module docstring)."""
+    best: dict[str, float] = {}
     for result in response.results:
-        seen.setdefault(result.source.document_id, None)
-    return list(seen)
+        doc = result.source.document_id
+        if doc not in best or result.score > best[doc]:
+            best[doc] = result.score
+    # Two stable sorts: document id descending, then score descending.
+    ordered = sorted(best, reverse=True)
+    ordered.sort(key=best.__getitem__, reverse=True)
+    return ordered
 
 
 def ndcg_at_k(
@@ -90,6 +102,12 @@ def reciprocal_rank_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: in
     return 0.0
 
 
+def r_precision(grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+    """Precision at rank R, where R is the number of relevant documents (trec_eval's Rprec)."""
+    relevant = sum(1 for g in grades.values() if g > 0)
+    return precision_at_k(grades, ranked, relevant) if relevant else 0.0
+
+
 def success_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> float:
     """1 when any relevant document is within the top k (Hit@k), else 0."""
     return float(any(grades.get(d, 0) > 0 for d in ranked[:k]))
@@ -119,10 +137,11 @@ class _DocumentMetric:
         if self.ignore_identical_ids:
             grades = {d: g for d, g in grades.items() if d != case.case_id}
             ranked = [d for d in ranked if d != case.case_id]
+        if not grades:
+            return EvaluationScore(name=self.name, value=None, skipped_reason="no judgments")
         if not any(g > 0 for g in grades.values()):
-            return EvaluationScore(
-                name=self.name, value=None, skipped_reason="no relevant documents"
-            )
+            # Judged, none relevant: trec_eval scores such a query 0 and averages it in.
+            return EvaluationScore(name=self.name, value=0.0, details={"relevant": 0})
         return EvaluationScore(name=self.name, value=self.compute(grades, ranked))
 
 
@@ -188,3 +207,51 @@ class SuccessAtK(_DocumentMetric):
 
     def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
         return success_at_k(grades, ranked, self.k)
+
+
+class RPrecision(_DocumentMetric):
+    """Precision at rank R, R being the case's number of relevant documents (R-precision)."""
+
+    def __init__(self, ignore_identical_ids: bool = False) -> None:
+        super().__init__(k=1, ignore_identical_ids=ignore_identical_ids)
+
+    @property
+    def name(self) -> str:
+        return "r_precision"
+
+    def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
+        return r_precision(grades, ranked)
+
+
+RETRIEVAL_METRICS: dict[str, type[_DocumentMetric]] = {
+    "ndcg": NDCGAtK,
+    "recall": RecallAtK,
+    "precision": PrecisionAtK,
+    "map": MAPAtK,
+    "mrr": MRRAtK,
+    "success": SuccessAtK,
+}
+
+
+def retrieval_metrics(
+    metrics: Sequence[str] = ("ndcg", "recall"),
+    ks: Sequence[int] = (10,),
+    ignore_identical_ids: bool = False,
+) -> list[_DocumentMetric]:
+    """One evaluator per (metric, k), for configs such as `metrics: [ndcg, map]`, `ks: [10, 100]`.
+
+    Names: ndcg, recall, precision, map, mrr, success, and r_precision (which has no k).
+    """
+    unknown = [m for m in metrics if m not in RETRIEVAL_METRICS and m != "r_precision"]
+    if unknown:
+        raise ValueError(
+            f"unknown retrieval metrics {unknown}; known: {[*RETRIEVAL_METRICS, 'r_precision']}"
+        )
+    chosen: list[_DocumentMetric] = []
+    for metric in metrics:
+        if metric == "r_precision":
+            chosen.append(RPrecision(ignore_identical_ids=ignore_identical_ids))
+            continue
+        for k in ks:
+            chosen.append(RETRIEVAL_METRICS[metric](k=k, ignore_identical_ids=ignore_identical_ids))
+    return chosen

@@ -1,0 +1,41 @@
+"""Compare evaluation runs case by case: paired tests against a baseline, Holm-corrected.
+
+runs = load_reports(["outputs/runs/a", "0123...cdef"])   # paths, run ids, sweep parents
+comparison = compare_reports(runs, baseline=0)
+write_outputs(comparison, "outputs/comparisons/mine")   # .md, .html (plots), .json
+"""
+
+from heta_eval.compare.loading import CompareError, LoadedRun, load_reports
+from heta_eval.compare.paired import (
+    MCNEMAR,
+    RANDOMIZATION,
+    Comparison,
+    MetricRow,
+    RunCell,
+    RunInfo,
+    compare_reports,
+    holm,
+    mcnemar_exact,
+    randomization_test,
+)
+from heta_eval.compare.render import rich_table, to_html, to_markdown, write_outputs
+
+__all__ = [
+    "MCNEMAR",
+    "RANDOMIZATION",
+    "CompareError",
+    "Comparison",
+    "LoadedRun",
+    "MetricRow",
+    "RunCell",
+    "RunInfo",
+    "compare_reports",
+    "holm",
+    "load_reports",
+    "mcnemar_exact",
+    "randomization_test",
+    "rich_table",
+    "to_html",
+    "to_markdown",
+    "write_outputs",
+]

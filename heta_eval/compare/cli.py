@@ -1,0 +1,144 @@
+"""`heta-eval-compare`: compare runs case by case against a baseline, with paired tests."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from heta_eval.compare.loading import REPORT_FILE, CompareError, LoadedRun, load_reports
+from heta_eval.compare.paired import compare_reports
+from heta_eval.compare.render import rich_table, write_outputs
+
+PROG = "heta-eval-compare"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Compare evaluation runs with a baseline: means with bootstrap CIs, paired "
+        "differences, McNemar / randomization tests with Holm's correction, wins/losses/ties. "
+        "Writes comparison.md, comparison.html and comparison.json.",
+    )
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a report.json, a run directory holding one, or an MLflow run id "
+        "(a sweep's parent run stands for its child runs)",
+    )
+    parser.add_argument(
+        "--baseline",
+        default="0",
+        help="the run the others are compared with: its position among the runs (0 = the "
+        "first, the default) or its label, MLflow run id or report path",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
+        "sqlite:///<cwd>/outputs/mlflow.db)",
+    )
+    parser.add_argument(
+        "--metrics",
+        help="comma-separated metrics to compare, e.g. bm25.ndcg@10,recall@100 (default: all "
+        "metrics every run has)",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="output directory (default: outputs/comparisons/<timestamp>)"
+    )
+    parser.add_argument("--resamples", type=int, default=10_000, help="sign flips and bootstrap")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (Holm)")
+    parser.add_argument(
+        "--log-to-mlflow",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log the outputs as artifacts of the sweep's parent run (default: on when the "
+        "runs came from a sweep)",
+    )
+    return parser
+
+
+def _baseline(value: str) -> int | str:
+    if value.isdigit():
+        return int(value)
+    path = Path(value).expanduser()
+    if path.is_dir():
+        path = path / REPORT_FILE
+    return str(path.resolve()) if path.is_file() else value
+
+
+def _default_out() -> Path:
+    base = Path("outputs") / "comparisons" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    out, n = base, 1
+    while out.exists():
+        out, n = base.with_name(f"{base.name}-{n}"), n + 1
+    return out
+
+
+def _log_to_sweeps(runs: list[LoadedRun], paths: dict[str, Path], uri: str | None) -> list[str]:
+    from mlflow import MlflowClient
+
+    from heta_eval.compare.loading import default_tracking_uri
+
+    sweeps = list(dict.fromkeys(r.sweep_run_id for r in runs if r.sweep_run_id))
+    client = MlflowClient(tracking_uri=uri or default_tracking_uri())
+    for sweep in sweeps:
+        try:
+            for path in paths.values():
+                client.log_artifact(sweep, str(path))
+        except Exception as exc:  # the outputs are written; say why MLflow did not get them
+            raise CompareError(f"could not log to MLflow run {sweep}: {exc}") from None
+    return sweeps
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Load, compare, print and write; raises CompareError for anything the user must fix."""
+    if args.resamples < 1:
+        raise CompareError(f"--resamples must be >= 1, got {args.resamples}")
+    metrics = None
+    if args.metrics is not None:
+        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        if not metrics:
+            raise CompareError("--metrics names no metric")
+    runs = load_reports(args.runs, tracking_uri=args.tracking_uri)
+    comparison = compare_reports(
+        runs,
+        baseline=_baseline(args.baseline),
+        metrics=metrics,
+        resamples=args.resamples,
+        seed=args.seed,
+        alpha=args.alpha,
+    )
+    console.print(rich_table(comparison))
+    paths = write_outputs(comparison, (args.out or _default_out()).resolve())
+    for kind, path in paths.items():
+        console.print(f"{kind}: {path}", soft_wrap=True)
+    from_sweep = any(r.sweep_run_id for r in runs)
+    if args.log_to_mlflow and not from_sweep:
+        print(f"{PROG}: no sweep parent run among the runs; nothing logged", file=sys.stderr)
+    elif from_sweep and args.log_to_mlflow is not False:
+        for sweep in _log_to_sweeps(runs, paths, args.tracking_uri):
+            console.print(f"logged to MLflow sweep run {sweep}", soft_wrap=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of `heta-eval-compare`."""
+    args = _parser().parse_args(argv)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    try:
+        code = run(args, console)
+    except CompareError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""Where the compared reports come from: report.json files, MLflow runs, or a sweep's children."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from heta_eval.records import EvaluationReport
+
+REPORT_FILE = "report.json"
+SWEEP_KIND = "sweep"
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+class CompareError(ValueError):
+    """A comparison that cannot be made as asked; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """One compared run: its report, a unique label, and where it came from.
+
+    `source` is the reference as resolved (the report.json path or the MLflow run id);
+    `run_id` is set for MLflow runs, `sweep_run_id` when the run was reached through a
+    sweep's parent run.
+    """
+
+    label: str
+    report: EvaluationReport
+    source: str
+    run_id: str | None = None
+    sweep_run_id: str | None = None
+
+
+def default_tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else the SQLite store `outputs/mlflow.db` under the cwd."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or (
+        f"sqlite:///{(Path.cwd() / 'outputs' / 'mlflow.db').resolve()}"
+    )
+
+
+def is_run_id(ref: str) -> bool:
+    """Whether `ref` looks like an MLflow run id (32 lowercase hex characters)."""
+    return bool(_RUN_ID.match(ref))
+
+
+def read_report(path: Path) -> EvaluationReport:
+    """Load a report.json, turning unreadable or invalid files into a CompareError."""
+    try:
+        return EvaluationReport.read_json(path)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise CompareError(
+            f"{path} is not a valid report.json ({exc.error_count()} problem(s), first at "
+            f"{where}: {first['msg']})"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CompareError(f"cannot read {path}: {exc}") from None
+
+
+def _path_label(report: EvaluationReport, path: Path) -> str:
+    name = str(report.recipe_manifest.get("name") or report.knowledge_base_name)
+    return f"{name} ({path.parent.name})" if path.parent.name else name
+
+
+def _load_path(ref: str) -> LoadedRun:
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        path = path / REPORT_FILE
+        if not path.is_file():
+            raise CompareError(f"{ref} is a directory without a {REPORT_FILE}")
+    elif not path.is_file():
+        raise CompareError(
+            f"no such report: {ref} (give a report.json, its run directory, "
+            "or a 32-character MLflow run id)"
+        )
+    path = path.resolve()
+    report = read_report(path)
+    return LoadedRun(label=_path_label(report, path), report=report, source=str(path))
+
+
+class _MlflowSource:
+    """Reads runs and their report.json artifacts from one tracking URI (mlflow imported here)."""
+
+    def __init__(self, uri: str) -> None:
+        # An absent SQLite file would be created empty; say that the store is missing.
+        if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
+            raise CompareError(f"no MLflow store at {uri} (give --tracking-uri)")
+        import logging
+
+        from mlflow import MlflowClient
+
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        self._tmp = tempfile.TemporaryDirectory(prefix="heta-eval-compare-")
+
+    def run(self, run_id: str) -> Any:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return self.client.get_run(run_id)
+        except MlflowException:
+            raise CompareError(f"unknown MLflow run id {run_id} in {self.uri}") from None
+
+    def children(self, parent: Any) -> list[Any]:
+        runs: list[Any] = []
+        token = None
+        while True:
+            page = self.client.search_runs(
+                [parent.info.experiment_id],
+                filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+                order_by=["attributes.start_time ASC"],
+                page_token=token,
+            )
+            runs.extend(page)
+            token = page.token
+            if not token:
+                break
+        runs.sort(key=lambda r: (r.info.start_time or 0, r.info.run_name or ""))
+        return runs
+
+    def report(self, run: Any) -> EvaluationReport:
+        run_id = run.info.run_id
+        names = {a.path for a in self.client.list_artifacts(run_id)}
+        if REPORT_FILE not in names:
+            raise CompareError(
+                f"MLflow run {run_id} ({run.info.run_name}) has no {REPORT_FILE} artifact"
+            )
+        dest = Path(self._tmp.name) / run_id
+        dest.mkdir(parents=True, exist_ok=True)
+        local = self.client.download_artifacts(run_id, REPORT_FILE, str(dest))
+        return read_report(Path(local))
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+
+def _unique_labels(runs: list[LoadedRun]) -> list[LoadedRun]:
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.label] = counts.get(run.label, 0) + 1
+    seen: dict[str, int] = {}
+    taken = {run.label for run in runs}
+    unique: list[LoadedRun] = []
+    for run in runs:
+        label = run.label
+        if counts[label] > 1:
+            n = seen.get(label, 0) + 1
+            seen[label] = n
+            candidate = f"{label} #{n}"
+            while candidate in taken:
+                n += 1
+                seen[label] = n
+                candidate = f"{label} #{n}"
+            taken.add(candidate)
+            label = candidate
+        unique.append(LoadedRun(label, run.report, run.source, run.run_id, run.sweep_run_id))
+    return unique
+
+
+def load_reports(refs: Sequence[str], tracking_uri: str | None = None) -> list[LoadedRun]:
+    """Load the runs `refs` name, in order, with unique labels.
+
+    A reference is a report.json, a run directory holding one, or an MLflow run id; a sweep's
+    parent run (tag `heta_eval.kind=sweep`) stands for its child runs, ordered by start time.
+    MLflow (imported only when an id is given) is reached at `tracking_uri`, else
+    $MLFLOW_TRACKING_URI, else `sqlite:///<cwd>/outputs/mlflow.db`.
+    """
+    source: _MlflowSource | None = None
+    runs: list[LoadedRun] = []
+    try:
+        for ref in refs:
+            if Path(ref).expanduser().exists() or not is_run_id(ref):
+                runs.append(_load_path(ref))
+                continue
+            if source is None:
+                source = _MlflowSource(tracking_uri or default_tracking_uri())
+            run = source.run(ref)
+            if run.data.tags.get("heta_eval.kind") == SWEEP_KIND:
+                children = source.children(run)
+                if not children:
+                    raise CompareError(f"sweep run {ref} has no child runs")
+                for child in children:
+                    runs.append(
+                        LoadedRun(
+                            label=child.info.run_name or child.info.run_id,
+                            report=source.report(child),
+                            source=child.info.run_id,
+                            run_id=child.info.run_id,
+                            sweep_run_id=ref,
+                        )
+                    )
+            else:
+                runs.append(
+                    LoadedRun(
+                        label=run.info.run_name or ref,
+                        report=source.report(run),
+                        source=ref,
+                        run_id=ref,
+                    )
+                )
+    finally:
+        if source is not None:
+            source.close()
+    return _unique_labels(runs)

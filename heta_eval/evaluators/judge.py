@@ -1,0 +1,355 @@
+"""An LLM judge of generated answers, over any OpenAI-compatible chat endpoint.
+
+The judge asks a model whether the generated answer states the same fact as one of the
+expected answers and expects one word back: CORRECT (1.0) or INCORRECT (0.0). Anything
+else, and an endpoint that keeps failing, gives an *undetermined* score (value None,
+`undetermined=True`) that the summary counts apart and never averages in; the run goes on.
+
+Verdicts are cached on disk, one JSON file per sha256 of what determines the verdict
+(endpoint, model, system prompt, rendered prompt, temperature, max_tokens), so a re-run
+re-asks nothing it already knows. Undetermined outcomes are not cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import string
+import tempfile
+from pathlib import Path
+
+from heta_eval.evaluators.openai_client import EndpointError, OpenAICompatibleClient
+from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
+
+log = logging.getLogger(__name__)
+
+PROMPT_FIELDS = ("question", "expected", "answer", "context")
+"""The fields a prompt template may use."""
+
+EXPECTED_SEPARATOR = " | "
+"""How several expected answers are joined into `{expected}`."""
+
+CORRECT, INCORRECT = "CORRECT", "INCORRECT"
+_VALUES = {CORRECT: 1.0, INCORRECT: 0.0}
+_RAW_CHARS = 200
+_CACHE_VERSION = 1
+
+DEFAULT_SYSTEM = (
+    "You are a strict, impartial grader of answers to questions. You compare a generated "
+    "answer with the expected answer(s) and reply with exactly one word: CORRECT or INCORRECT."
+)
+
+DEFAULT_PROMPT = """\
+Decide whether the generated answer to the question is correct.
+
+Question:
+{question}
+
+Expected answer(s), separated by " | " (matching any one of them is enough):
+{expected}
+
+Generated answer:
+{answer}
+
+Rules:
+- CORRECT if the generated answer states the same fact as at least one expected answer, \
+even in other words.
+- Numbers are equal when they agree up to rounding or differ only in form: 0.57, 57% and \
+57 percent are the same, 1,200 and 1200 are the same, and units or currency symbols may be \
+left out. A different value is INCORRECT.
+- Extra details that are correct do not make an answer incorrect. An answer that \
+contradicts the expected answer, offers several different answers, or only hedges or \
+refuses is INCORRECT.
+- Judge against the expected answer(s) only, not against your own knowledge.
+
+Reply with exactly one word: CORRECT or INCORRECT."""
+
+_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_LABEL = re.compile(r"^(final\s+)?(verdict|answer|grade|judgement|judgment)\s*[:=-]\s*", re.I)
+_WORDS = re.compile(r"\b(correct|incorrect)\b", re.IGNORECASE)
+_STRIP = string.punctuation + string.whitespace + "\u201c\u201d\u2018\u2019"
+_NEGATION = re.compile(r"\b(not|no|never|isn't|isnt|wasn't|neither|nor)\b", re.IGNORECASE)
+
+
+def parse_verdict(raw: str) -> str | None:
+    """CORRECT, INCORRECT, or None when the reply is not a clear verdict.
+
+    Case, surrounding punctuation, markdown and a label such as `Verdict:` are ignored
+    (`"**Verdict: correct.**"` is CORRECT). A reply that names both words, names neither,
+    or negates the word (`"not correct"`) is not a verdict. `<think>` blocks are dropped.
+    """
+    text = _THINKING.sub(" ", raw)
+    text = text.strip(_STRIP)
+    text = _LABEL.sub("", text).strip(_STRIP)
+    if text.upper() in _VALUES:
+        return text.upper()
+    found = {w.upper() for w in _WORDS.findall(text)}
+    if len(found) == 1 and not _NEGATION.search(text):
+        return found.pop()
+    return None
+
+
+def template_fields(template: str) -> list[str]:
+    """The replacement fields of a str.format template, in order (nested specs included).
+
+    Raises ValueError when the template is not a valid format string.
+    """
+    fields: list[str] = []
+    for _, field, spec, _ in string.Formatter().parse(template):
+        if field is None:
+            continue
+        fields.append(field)
+        if spec:
+            fields.extend(template_fields(spec))
+    return fields
+
+
+def check_template(template: str, what: str = "prompt") -> None:
+    """Refuse a template that uses fields other than PROMPT_FIELDS, or no {answer}."""
+    allowed = ", ".join(f"{{{f}}}" for f in PROMPT_FIELDS)
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError(f"{what} must be a non-empty template string")
+    try:
+        fields = template_fields(template)
+    except ValueError as exc:
+        raise ValueError(
+            f"{what} is not a valid str.format template ({exc}); write literal braces as "
+            "{{ and }}"
+        ) from None
+    for field in fields:
+        if field not in PROMPT_FIELDS:
+            shown = "{}" if field == "" else f"{{{field}}}"
+            raise ValueError(
+                f"{what} uses unknown field {shown}; allowed fields: {allowed} "
+                "(write literal braces as {{ and }})"
+            )
+    if "answer" not in fields:
+        raise ValueError(f"{what} must contain {{answer}}, the generated answer to judge")
+    try:
+        template.format(**dict.fromkeys(PROMPT_FIELDS, "x"))
+    except (ValueError, IndexError, KeyError) as exc:
+        raise ValueError(f"{what} cannot be rendered: {exc}") from None
+
+
+class LLMJudge:
+    """Answer correctness graded by an LLM behind an OpenAI-compatible chat endpoint.
+
+    `prompt` is a str.format template over {question}, {expected} (the expected answers
+    joined with " | "), {answer} (the generated answer) and {context} (the text of the top
+    `context_results` retrieved results, cut to `context_chars` characters). The system
+    prompt is sent as is (None sends none). The model must reply CORRECT (1.0) or
+    INCORRECT (0.0); another reply or an endpoint that fails after `max_retries` retries
+    gives an undetermined score, never an exception. Cases without expected answers or
+    without a generated answer are skipped without a call.
+
+    Determined verdicts are cached in `cache_dir` (default: the shared heta_eval cache's
+    `judge/` directory); `details.cached` says whether a verdict came from there. The
+    constructor does no I/O and needs no API key; only `evaluate()` does. The key is read
+    from the environment variable `api_key_env` (None: no Authorization header) and never
+    stored. Call `aclose()` before the event loop ends to release HTTP connections.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        prompt: str = DEFAULT_PROMPT,
+        system_prompt: str | None = DEFAULT_SYSTEM,
+        name: str = "llm_judge",
+        cache_dir: str | Path | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 16,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff_seconds: float = 1.0,
+        max_concurrency: int = 8,
+        context_results: int = 5,
+        context_chars: int = 4000,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("name must be a non-empty string")
+        check_template(prompt)
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError("system_prompt must be a string or None")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1 or None, got {max_tokens}")
+        if context_results < 0 or context_chars < 0:
+            raise ValueError("context_results and context_chars must be >= 0")
+        self._name = name
+        self.prompt = prompt
+        self.system_prompt = system_prompt or None
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.context_results = context_results
+        self.context_chars = context_chars
+        self._fields = frozenset(template_fields(prompt))
+        self._cache_setting = cache_dir
+        self._cache_path: Path | None = None
+        self.client = OpenAICompatibleClient(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_seconds=backoff_seconds,
+            max_concurrency=max_concurrency,
+        )
+
+    @property
+    def name(self) -> str:
+        """Metric name in reports (`llm_judge` unless configured)."""
+        return self._name
+
+    @property
+    def model(self) -> str:
+        """The judging model."""
+        return self.client.model
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self._name!r}, base_url={self.client.base_url!r}, "
+            f"model={self.client.model!r}, api_key_env={self.client.api_key_env!r})"
+        )
+
+    # -- prompt ----------------------------------------------------------------------------
+
+    def render(self, case: BenchmarkCase, response: QueryResponse) -> str:
+        """The user prompt for one case: the template filled in."""
+        values = {
+            "question": case.query,
+            "expected": EXPECTED_SEPARATOR.join(case.expected.answers),
+            "answer": response.answer or "",
+            "context": "",
+        }
+        if "context" in self._fields:
+            texts = [r.text for r in response.results[: self.context_results]]
+            values["context"] = "\n\n".join(texts)[: self.context_chars]
+        return self.prompt.format(**values)
+
+    def messages(self, prompt: str) -> list[dict[str, str]]:
+        """The chat messages for a rendered prompt (system message first, if any)."""
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return [*system, {"role": "user", "content": prompt}]
+
+    def cache_key(self, prompt: str) -> str:
+        """sha256 of what determines a verdict: endpoint, model, prompts and sampling."""
+        material = {
+            "version": _CACHE_VERSION,
+            "base_url": self.client.base_url,
+            "model": self.client.model,
+            "system": self.system_prompt,
+            "prompt": prompt,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    # -- cache -----------------------------------------------------------------------------
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where verdicts are cached (created on first use)."""
+        if self._cache_path is None:
+            if self._cache_setting is not None and str(self._cache_setting):
+                path = Path(self._cache_setting).expanduser().resolve()
+            else:
+                from heta_eval.benchmarks.download import cache_dir
+
+                path = cache_dir() / "judge"
+            path.mkdir(parents=True, exist_ok=True)
+            self._cache_path = path
+        return self._cache_path
+
+    def _cache_file(self, key: str) -> Path | None:
+        try:
+            return self.cache_dir / f"{key}.json"
+        except OSError as exc:
+            log.warning("%s: verdict cache unavailable (%s); not caching", self._name, exc)
+            return None
+
+    def _read_cache(self, path: Path | None) -> tuple[str, str] | None:
+        if path is None or not path.is_file():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            verdict = entry["verdict"]
+            if verdict not in _VALUES:
+                raise ValueError(f"unknown verdict {verdict!r}")
+            return verdict, str(entry.get("raw", ""))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("%s: ignoring corrupt cache file %s (%s)", self._name, path, exc)
+            return None
+
+    def _write_cache(self, path: Path | None, verdict: str, raw: str) -> None:
+        if path is None:
+            return
+        entry = {"verdict": verdict, "raw": raw[:_RAW_CHARS], "model": self.client.model}
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle)
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as exc:
+            log.warning("%s: could not write cache file %s (%s)", self._name, path, exc)
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    # -- scoring ---------------------------------------------------------------------------
+
+    def _undetermined(self, reason: str, raw: str = "") -> EvaluationScore:
+        return EvaluationScore(
+            name=self._name,
+            value=None,
+            undetermined=True,
+            details={"reason": reason, "raw": raw[:_RAW_CHARS], "cached": False},
+        )
+
+    def _verdict(self, verdict: str, raw: str, cached: bool) -> EvaluationScore:
+        return EvaluationScore(
+            name=self._name,
+            value=_VALUES[verdict],
+            details={"verdict": verdict, "raw": raw[:_RAW_CHARS], "cached": cached},
+        )
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        """Grade the generated answer of one case (see the class docstring)."""
+        if not case.expected.answers:
+            return EvaluationScore(
+                name=self._name, value=None, skipped_reason="no expected answers"
+            )
+        if response.answer is None:
+            return EvaluationScore(
+                name=self._name, value=None, skipped_reason="no answer generated"
+            )
+        prompt = self.render(case, response)
+        path = self._cache_file(self.cache_key(prompt))
+        hit = self._read_cache(path)
+        if hit is not None:
+            return self._verdict(*hit, cached=True)
+        try:
+            raw = await self.client.chat(
+                self.messages(prompt), temperature=self.temperature, max_tokens=self.max_tokens
+            )
+        except EndpointError as exc:
+            log.warning("%s: case %s undetermined: %s", self._name, case.case_id, exc)
+            return self._undetermined(str(exc))
+        verdict = parse_verdict(raw)
+        if verdict is None:
+            log.info("%s: case %s: reply is not a verdict: %.80r", self._name, case.case_id, raw)
+            return self._undetermined("the judge replied neither CORRECT nor INCORRECT", raw)
+        self._write_cache(path, verdict, raw)
+        return self._verdict(verdict, raw, cached=False)
+
+    async def aclose(self) -> None:
+        """Release the HTTP connections of the running event loop."""
+        await self.client.aclose()
