@@ -211,7 +211,7 @@ def test_evidence_metrics_below_the_document() -> None:
         BenchmarkEvidence(locator={"document_id": "r", "page_index": 9}, metadata={"relevance": 0}),
     )
     case = _case(evidence=evidence)
-    # Ranks: page 5 (miss), page 3 (hit), page 3 again (hit, same item), page 9 (judged not relevant).
+    # Ranks: page 5 (miss), page 3 (hit), page 3 again (same item), page 9 (judged not relevant).
     response = _response(
         _result("r", 0, page=5),
         _result("r", 1, page=3),
