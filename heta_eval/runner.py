@@ -345,6 +345,11 @@ class BenchmarkRunner:
                     "build_failed": kb_manifest is None,
                 }
             )
+        for evaluator in self.evaluators:
+            # Evaluators holding connections (an LLM judge) release them with this run's loop.
+            closer = getattr(evaluator, "aclose", None)
+            if closer is not None:
+                await closer()
         evaluate_seconds = time.perf_counter() - clock - write_seconds
         metric_names = [e.name for e in self.evaluators]
         summary, details = summarize(

@@ -6,7 +6,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|auth)", re.I)
+# A key names a secret when its last word is one of these (`api_key`, `access_token`,
+# `db_password`), not when it merely contains one (`max_tokens`, `api_key_env`, `author`).
+SECRET_KEY = re.compile(
+    r"(?:^|[_\-.])(?:api[_-]?key|apikey|token|secret|secret[_-]?key|password|passwd|"
+    r"credentials?|authorization|auth)$",
+    re.I,
+)
 MASK = "***"
 
 

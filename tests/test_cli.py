@@ -144,7 +144,7 @@ def test_bad_user_data_is_reported_with_file_and_line(run_cli: CliRunner, tmp_pa
 
 
 def test_importing_the_cli_loads_no_mlflow_or_index_code() -> None:
-    heavy = "{'mlflow', 'bm25s', 'pandas'}"
+    heavy = "{'mlflow', 'bm25s', 'pandas', 'httpx', 'matplotlib', 'pypdf'}"
     code = f"import sys, heta_eval.cli; print(sorted({heavy} & set(sys.modules)))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from heta_eval.assembly import ConfigError, assemble, config_hash
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.kb import KnowledgeRecipe
+from heta_eval.secrets import is_secret_key
 from heta_eval.tracking import MlflowTracker, NullTracker
 
 from .conftest import REPO
@@ -167,3 +168,21 @@ def test_extra_evaluators_the_benchmark_already_has_are_not_doubled(composer) ->
         for e in assemble(composer("benchmark=multihop_rag", "evaluator=with_answers")).evaluators
     ]
     assert names.count("answer_contains") == 1 and "answer_exact_match" in names
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("api_key", True),
+        ("OPENAI_API_KEY", True),
+        ("access_token", True),
+        ("db_password", True),
+        ("tracking.credentials", True),
+        ("api_key_env", False),  # the name of a variable, not its value
+        ("max_tokens", False),
+        ("tokenizer", False),
+        ("author", False),
+    ],
+)
+def test_what_counts_as_a_secret(key: str, secret: bool) -> None:
+    assert is_secret_key(key) is secret

@@ -126,24 +126,27 @@ def to_markdown(comparison: Comparison) -> str:
 
 def metric_plot(comparison: Comparison, row: MetricRow) -> bytes:
     """PNG of the metric's mean per run with its CI as error bars (matplotlib, Agg)."""
+    import textwrap
+
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    labels = [c.run for c in row.cells]
+    labels = [textwrap.fill(c.run, 40) for c in row.cells]
     means = np.array([np.nan if c.mean is None else c.mean for c in row.cells])
     low = [0.0 if c.ci_low is None or c.mean is None else c.mean - c.ci_low for c in row.cells]
     high = [0.0 if c.ci_high is None or c.mean is None else c.ci_high - c.mean for c in row.cells]
     colors = ["#4c72b0" if c.run == comparison.baseline else "#dd8452" for c in row.cells]
-    fig = Figure(figsize=(max(4.0, 1.3 * len(labels) + 1.5), 3.4), dpi=100)
+    # Horizontal bars keep long run labels readable; the first run is at the top.
+    fig = Figure(figsize=(7.5, 1.2 + 0.55 * len(labels)), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    x = np.arange(len(labels))
-    ax.bar(x, np.nan_to_num(means), yerr=[low, high], capsize=5, color=colors)
-    ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0, ha="right")
-    ax.set_title(f"{row.metric} (mean, {comparison.confidence:.0%} CI)")
-    ax.set_ylabel("mean")
-    ax.grid(axis="y", alpha=0.3)
+    y = np.arange(len(labels))
+    ax.barh(y, np.nan_to_num(means), xerr=[low, high], capsize=4, color=colors, height=0.6)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_title(f"{row.metric}: mean and {comparison.confidence:.0%} CI (blue: baseline)")
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")

@@ -16,6 +16,7 @@ from heta_eval.evaluators.evidence import (
     EvidenceRecallAtK,
     evidence_metrics,
 )
+from heta_eval.evaluators.judge import LLMJudge
 from heta_eval.evaluators.matching import LOCATOR_FIELDS, EvidenceMatcher, evidence_matches
 from heta_eval.evaluators.retrieval import (
     MAPAtK,
@@ -40,6 +41,7 @@ __all__ = [
     "EvidenceNDCGAtK",
     "EvidencePrecisionAtK",
     "EvidenceRecallAtK",
+    "LLMJudge",
     "MAPAtK",
     "MRRAtK",
     "NDCGAtK",

@@ -22,7 +22,11 @@ import string
 import tempfile
 from pathlib import Path
 
-from heta_eval.evaluators.openai_client import EndpointError, OpenAICompatibleClient
+from heta_eval.evaluators.openai_client import (
+    EndpointError,
+    MissingAPIKeyError,
+    OpenAICompatibleClient,
+)
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 log = logging.getLogger(__name__)
@@ -190,6 +194,7 @@ class LLMJudge:
         self._fields = frozenset(template_fields(prompt))
         self._cache_setting = cache_dir
         self._cache_path: Path | None = None
+        self._key_warned = False
         self.client = OpenAICompatibleClient(
             base_url=base_url,
             model=model,
@@ -341,7 +346,11 @@ class LLMJudge:
                 self.messages(prompt), temperature=self.temperature, max_tokens=self.max_tokens
             )
         except EndpointError as exc:
-            log.warning("%s: case %s undetermined: %s", self._name, case.case_id, exc)
+            # A missing key fails every case the same way: say so once, not once per case.
+            repeated = isinstance(exc, MissingAPIKeyError) and self._key_warned
+            self._key_warned = self._key_warned or isinstance(exc, MissingAPIKeyError)
+            level = logging.DEBUG if repeated else logging.WARNING
+            log.log(level, "%s: case %s undetermined: %s", self._name, case.case_id, exc)
             return self._undetermined(str(exc))
         verdict = parse_verdict(raw)
         if verdict is None:

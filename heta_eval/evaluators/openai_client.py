@@ -24,9 +24,10 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported when a request is made, not with the package
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,8 @@ class OpenAICompatibleClient:
     # -- per-loop client -------------------------------------------------------------------
 
     def _state(self) -> _LoopState:
+        import httpx
+
         loop = asyncio.get_running_loop()
         for stale in [other for other in self._states if other.is_closed()]:
             # Its connections died with the loop; nothing can be awaited on it any more.
@@ -263,6 +266,8 @@ class OpenAICompatibleClient:
         headers = {**self._extra_headers, "Accept": "application/json"}
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
+        import httpx
+
         state = self._state()
         attempts = self.max_retries + 1
         cause, status = "no attempt made", None
