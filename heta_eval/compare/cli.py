@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(rich_table(comparison))
     paths = write_outputs(comparison, (args.out or _default_out()).resolve())
     for kind, path in paths.items():
-        console.print(f"{kind}: {path}", soft_wrap=True)
+        console.print(f"{kind}: {path}", soft_wrap=True, markup=False)
     from_sweep = any(r.sweep_run_id for r in runs)
     if args.log_to_mlflow and not from_sweep:
         print(f"{PROG}: no sweep parent run among the runs; nothing logged", file=sys.stderr)

@@ -1,11 +1,12 @@
-"""Where the compared reports come from: report.json files, MLflow runs, or a sweep's children."""
+"""Where the compared reports come from (report.json files, MLflow runs, a sweep's
+children) and which metrics they share."""
 
 from __future__ import annotations
 
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from heta_eval.records import EvaluationReport
+from heta_eval.tracking.naming import metric_name
 
 REPORT_FILE = "report.json"
 SWEEP_KIND = "sweep"
@@ -142,6 +144,44 @@ class _MlflowSource:
 
     def close(self) -> None:
         self._tmp.cleanup()
+
+
+def _metric_keys(report: EvaluationReport) -> list[tuple[str, str]]:
+    """(query_mode, metric) pairs of a report, in its summary's order."""
+    keys: dict[tuple[str, str], None] = {}
+    for key in report.score_details:
+        mode = next((m for m in report.query_modes if key.startswith(f"{m}.")), None)
+        mode, name = (mode, key[len(mode) + 1 :]) if mode else key.partition(".")[::2]
+        keys[(mode, name)] = None
+    for result in report.case_results:
+        for score in result.scores:
+            keys.setdefault((result.query_mode, score.name), None)
+    return list(keys)
+
+
+def select_metrics(
+    reports: Sequence[EvaluationReport], requested: Iterable[str] | None
+) -> list[tuple[str, str]]:
+    """(query_mode, metric) pairs every run has; `requested` names keys, bare or MLflow-safe."""
+    per_run = [_metric_keys(r) for r in reports]
+    common = [k for k in per_run[0] if all(k in keys for keys in per_run[1:])]
+    if requested is None:
+        if not common:
+            raise CompareError("the runs have no metric in common")
+        return common
+    chosen: list[tuple[str, str]] = []
+    for wanted in requested:
+        matches = [
+            (mode, name)
+            for mode, name in common
+            if wanted in (f"{mode}.{name}", name)
+            or wanted in (metric_name(f"{mode}.{name}"), metric_name(name))
+        ]
+        if not matches:
+            known = ", ".join(f"{m}.{n}" for m, n in common) or "none"
+            raise CompareError(f"unknown metric {wanted!r} (metrics all runs have: {known})")
+        chosen.extend(m for m in matches if m not in chosen)
+    return chosen
 
 
 def _unique_labels(runs: list[LoadedRun]) -> list[LoadedRun]:

@@ -13,10 +13,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from heta_eval.compare.loading import CompareError, LoadedRun
+from heta_eval.compare.loading import CompareError, LoadedRun, select_metrics
 from heta_eval.evaluators.statistics import bootstrap_ci
 from heta_eval.records import EvaluationReport
-from heta_eval.tracking.naming import metric_name
 
 MCNEMAR = "McNemar exact"
 RANDOMIZATION = "paired randomization"
@@ -166,42 +165,6 @@ def check_same_cases(labels: Sequence[str], keys: Sequence[set[CaseKey]]) -> Non
                 + "; ".join(parts)
                 + " — compare runs of the same benchmark, split, limit and query modes"
             )
-
-
-def _metric_keys(report: EvaluationReport) -> list[tuple[str, str]]:
-    keys: dict[tuple[str, str], None] = {}
-    for key in report.score_details:
-        mode, _, name = key.partition(".")
-        keys[(mode, name)] = None
-    for result in report.case_results:
-        for score in result.scores:
-            keys.setdefault((result.query_mode, score.name), None)
-    return list(keys)
-
-
-def select_metrics(
-    reports: Sequence[EvaluationReport], requested: Iterable[str] | None
-) -> list[tuple[str, str]]:
-    """(query_mode, metric) pairs every run has; `requested` names keys, bare or MLflow-safe."""
-    per_run = [_metric_keys(r) for r in reports]
-    common = [k for k in per_run[0] if all(k in keys for keys in per_run[1:])]
-    if requested is None:
-        if not common:
-            raise CompareError("the runs have no metric in common")
-        return common
-    chosen: list[tuple[str, str]] = []
-    for wanted in requested:
-        matches = [
-            (mode, name)
-            for mode, name in common
-            if wanted in (f"{mode}.{name}", name)
-            or wanted in (metric_name(f"{mode}.{name}"), metric_name(name))
-        ]
-        if not matches:
-            known = ", ".join(f"{m}.{n}" for m, n in common) or "none"
-            raise CompareError(f"unknown metric {wanted!r} (metrics all runs have: {known})")
-        chosen.extend(m for m in matches if m not in chosen)
-    return chosen
 
 
 def _as_runs(runs: Sequence[LoadedRun | EvaluationReport]) -> list[LoadedRun]:

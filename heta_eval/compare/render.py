@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from heta_eval.compare.paired import MCNEMAR, RANDOMIZATION, Comparison, MetricRow, RunCell
@@ -78,15 +79,16 @@ def rich_table(comparison: Comparison) -> Table:
     """The comparison as a rich table: metrics as rows, runs as columns."""
     table = Table(
         title=f"{len(comparison.runs)} runs · {comparison.cases} cases · "
-        f"baseline {comparison.baseline}",
+        f"baseline {escape(comparison.baseline)}",
         title_justify="left",
         show_lines=True,
     )
     table.add_column("metric")
     for run in comparison.runs:
-        table.add_column(_header(comparison, run.label), justify="right")
+        table.add_column(escape(_header(comparison, run.label)), justify="right")
     for row in comparison.rows:
-        table.add_row(row.metric, *("\n".join(lines) for lines in _cells(comparison, row)))
+        cells = (escape("\n".join(lines)) for lines in _cells(comparison, row))
+        table.add_row(escape(row.metric), *cells)
     return table
 
 
