@@ -18,7 +18,9 @@ from omegaconf.errors import InterpolationResolutionError, MissingMandatoryValue
 from pydantic import ValidationError
 
 from heta_eval.components import ComponentError, instantiate
+from heta_eval.journal import CaseJournal
 from heta_eval.kb import KnowledgeRecipe
+from heta_eval.kb.build_cache import BuildCache
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.runner_settings import RunnerSettings
@@ -28,8 +30,18 @@ log = logging.getLogger(__name__)
 
 GROUPS = ("benchmark", "recipe", "evaluator", "runner", "tracking")
 # Keys that say where things are written, not what is evaluated: left out of the config hash.
-_NOT_HASHED = {"paths", "tracking", "hydra"}
-_RUNNER_NOT_HASHED = {"output_dir", "store_dir", "workspace_dir", "max_concurrent_queries"}
+_NOT_HASHED = {"paths", "tracking", "hydra", "optimized_metric"}
+_RUNNER_NOT_HASHED = {
+    "output_dir",
+    "store_dir",
+    "workspace_dir",
+    "cache_dir",
+    "cache",
+    "workers",
+    "max_concurrent_queries",
+    "resume",
+    "state_dir",
+}
 
 
 class ConfigError(ValueError):
@@ -48,13 +60,15 @@ class RunComponents:
     resolved: dict[str, Any]
     config_hash: str
 
-    def runner(self) -> BenchmarkRunner:
-        """A runner over these components."""
+    def runner(self, journal: CaseJournal | None = None) -> BenchmarkRunner:
+        """A runner over these components (with the build cache the settings ask for)."""
         return BenchmarkRunner(
             benchmark=self.benchmark,
             recipe=self.recipe,
             evaluators=self.evaluators,
             settings=self.settings,
+            journal=journal,
+            build_cache=BuildCache(self.settings.cache_dir, self.settings.cache),
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval import __version__
 from heta_eval.assembly import ConfigError, RunComponents, assemble
 from heta_eval.records import EvaluationReport
+from heta_eval.run_state import RunState
 
 log = logging.getLogger("heta_eval")
 # Overrides that say where things go, not what is evaluated; left out of run names.
@@ -59,10 +61,33 @@ def _run_tags(components: RunComponents, overrides: list[str]) -> dict[str, str]
     return tags
 
 
+def code_version() -> str:
+    """heta_eval's version and, in a checkout, its commit: part of the resume key."""
+    return f"{__version__}+{_git_commit() or 'nogit'}"
+
+
 async def _execute(
     components: RunComponents, overrides: list[str], parent_run_id: str | None
 ) -> EvaluationReport:
-    runner = components.runner()
+    settings = components.settings
+    state = RunState(settings.state_dir, components.config_hash, code_version())
+    if not settings.resume:
+        state.reset()
+    completed = state.completed()
+    if completed is not None:
+        log.info(
+            "this configuration was already evaluated (report %s); set runner.resume=false "
+            "to evaluate it again",
+            completed.report,
+        )
+        report = EvaluationReport.read_json(completed.report)
+        if hasattr(components.tracker, "run_id"):
+            components.tracker.run_id = completed.tracking_run_id
+        if completed.report.resolve() != (settings.output_dir / "report.json").resolve():
+            shutil.copyfile(completed.report, settings.output_dir / "report.json")
+        return report
+    journal = state.journal()
+    runner = components.runner(journal=journal)
     contents = await runner.load()
     tracker = components.tracker
     manifest = components.benchmark.manifest
@@ -70,24 +95,29 @@ async def _execute(
     shown = [o for o in overrides if not o.lstrip("+~").startswith(_NOT_IN_RUN_NAME)]
     if shown:
         run_name += " " + ",".join(shown)
-    start_args: dict[str, Any] = {
-        "run_name": run_name,
-        "config": components.resolved,
-        "tags": _run_tags(components, overrides),
-    }
-    if parent_run_id:
-        start_args["parent_run_id"] = parent_run_id
-    tracker.start(**start_args)
+    previous = state.tracking_run_id()
+    if previous is None or not tracker.resume(previous):
+        start_args: dict[str, Any] = {
+            "run_name": run_name,
+            "config": components.resolved,
+            "tags": _run_tags(components, overrides),
+        }
+        if parent_run_id:
+            start_args["parent_run_id"] = parent_run_id
+        tracker.start(**start_args)
+        state.save_tracking_run_id(getattr(tracker, "run_id", None))
     try:
         report = await runner.evaluate(contents)
-        out = components.settings.output_dir
+        out = settings.output_dir
         resolved_yaml = out / "config.resolved.yaml"
         resolved_yaml.write_text(OmegaConf.to_yaml(components.resolved), encoding="utf-8")
         tracker.log_report(report, {"report": out / "report.json", "config": resolved_yaml})
     except BaseException:
+        journal.close()
         tracker.end("FAILED")
         raise
     tracker.end("FINISHED")
+    state.mark_completed(out / "report.json", getattr(tracker, "run_id", None))
     return report
 
 
@@ -115,8 +145,20 @@ def run(cfg: DictConfig) -> EvaluationReport:
     return report
 
 
+def objective(report: EvaluationReport, metric: str | None) -> float | None:
+    """The value a hyperparameter sweeper optimises: `optimized_metric` of the summary."""
+    if not metric:
+        return None
+    if metric not in report.score_summary:
+        raise ConfigError(
+            f"optimized_metric: {metric!r} is not in the score summary; "
+            f"available: {sorted(report.score_summary)}"
+        )
+    return report.score_summary[metric]
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
-def _hydra_main(cfg: DictConfig) -> None:
+def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -125,7 +167,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     from heta_eval.runner import BenchmarkError
 
     try:
-        run(cfg)
+        return objective(run(cfg), cfg.get("optimized_metric"))
     except ConfigError as exc:
         print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import random
 import time
 import urllib.request
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
+from multiprocessing import get_context
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from heta_eval.evaluators.summary import summarize, summarize_slices
-from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, LocalObjectStore, ObjectStore, RawSource
+from heta_eval.journal import CaseJournal, CaseKey, case_key
+from heta_eval.kb import KnowledgeRecipe, LocalObjectStore, ObjectStore, RawSource
+from heta_eval.kb.build_cache import BuildCache
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -25,50 +29,17 @@ from heta_eval.records import (
     BenchmarkRunUnit,
     BenchmarkWorkspace,
     EvaluationCaseResult,
-    EvaluationError,
     EvaluationReport,
-    EvaluationScore,
     KnowledgeBaseManifest,
-    QueryResponse,
-    RetrievedItem,
 )
 from heta_eval.runner_settings import RunnerSettings
+from heta_eval.unit_evaluation import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
 log = logging.getLogger(__name__)
 
 
 class BenchmarkError(ValueError):
     """The benchmark yielded something the runner cannot evaluate (nothing, or bad ids)."""
-
-
-@dataclass(frozen=True)
-class _UnitPlan:
-    unit: BenchmarkRunUnit
-    documents: tuple[BenchmarkDocument, ...]
-    cases: tuple[BenchmarkCase, ...]
-
-
-def _error(stage: str, exc: BaseException, evaluator: str | None = None) -> EvaluationError:
-    return EvaluationError(
-        stage=stage,  # type: ignore[arg-type]
-        error_type=type(exc).__name__,
-        message=str(exc)[:2000],
-        evaluator=evaluator,
-    )
-
-
-def _retrieved(response: QueryResponse) -> tuple[RetrievedItem, ...]:
-    return tuple(
-        RetrievedItem(
-            id=r.id,
-            score=r.score,
-            document_id=r.source.document_id,
-            chunk_id=r.source.chunk_id,
-            source_key=r.source.source_key,
-            page_index=r.source.page_index,
-        )
-        for r in response.results
-    )
 
 
 def _document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
@@ -133,8 +104,11 @@ class BenchmarkRunner:
     """Evaluates one recipe on one benchmark and produces one EvaluationReport.
 
     It orchestrates only: the benchmark supplies data and scoring policy (evaluators), the
-    recipe builds knowledge bases. A case that fails to query or score is recorded with an
-    EvaluationError; a unit whose build fails records that error on each of its cases.
+    recipe builds knowledge bases (through the build cache). A case that fails to query or
+    score is recorded with an EvaluationError; a unit whose build fails records that error
+    on each of its cases. With a `journal`, every finished result is appended as it
+    completes and a rerun evaluates only what is missing. With `settings.workers > 1`,
+    units are evaluated in parallel worker processes, with the same results.
     """
 
     def __init__(
@@ -145,16 +119,32 @@ class BenchmarkRunner:
         evaluators: Sequence[BenchmarkEvaluatorProtocol],
         settings: RunnerSettings,
         store: ObjectStore | None = None,
+        journal: CaseJournal | None = None,
+        build_cache: BuildCache | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.recipe = recipe
         self.evaluators = tuple(evaluators)
         self.settings = settings
         self.store = store if store is not None else LocalObjectStore(settings.store_dir)
+        self.journal = journal
+        self.build_cache = build_cache or BuildCache(settings.cache_dir, settings.cache)
         self.query_modes = check_run_arguments(recipe, self.evaluators, settings)
         # How deep to retrieve is the benchmark's scoring policy unless the runner says.
         self.top_k: int = settings.top_k or int(getattr(benchmark, "default_top_k", 10))
-        self.slice_by: tuple[str, ...] = tuple(getattr(benchmark, "slice_by", ()))
+
+    def unit_evaluator(self) -> UnitEvaluator:
+        """The picklable part of this runner that evaluates single units."""
+        return UnitEvaluator(
+            recipe=self.recipe,
+            evaluators=self.evaluators,
+            query_modes=tuple(self.query_modes),
+            top_k=self.top_k,
+            max_concurrent_queries=self.settings.max_concurrent_queries,
+            slice_by=tuple(getattr(self.benchmark, "slice_by", ())),
+            store=self.store,
+            cache=self.build_cache,
+        )
 
     async def load(self) -> BenchmarkContents:
         """Prepare the benchmark and check its documents, cases and units as a whole."""
@@ -178,7 +168,7 @@ class BenchmarkRunner:
                 f"benchmark {self.benchmark.manifest.name!r} cannot be evaluated: {problems}"
             ) from None
 
-    def _plan(self, contents: BenchmarkContents) -> list[_UnitPlan]:
+    def _plan(self, contents: BenchmarkContents) -> list[UnitPlan]:
         """Units with their documents and cases, after `limit` (see `select_cases`)."""
         per_unit = [(unit, contents.unit_cases(unit)) for unit in contents.units]
         if self.settings.limit is not None:
@@ -187,16 +177,20 @@ class BenchmarkRunner:
                 (u, tuple(c for c in cases if c.case_id in chosen)) for u, cases in per_unit
             ]
         return [
-            _UnitPlan(unit, contents.unit_documents(unit), cases)
+            UnitPlan(unit, contents.unit_documents(unit), cases)
             for unit, cases in per_unit
             if cases
         ]
 
     def _write_documents(
-        self, contents: BenchmarkContents, plans: Sequence[_UnitPlan]
-    ) -> tuple[dict[str, str], dict[str, str]]:
-        """Write the planned units' documents under their raw keys; return keys and errors."""
-        keys: dict[str, str] = {}
+        self, contents: BenchmarkContents, plans: Sequence[UnitPlan]
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+        """Write the planned units' documents under their raw keys.
+
+        Returns each document's (raw key, sha256 of its bytes) and the documents that could
+        not be stored, with why.
+        """
+        keys: dict[str, tuple[str, str]] = {}
         errors: dict[str, str] = {}
         for plan in plans:
             for document in plan.documents:
@@ -204,108 +198,78 @@ class BenchmarkRunner:
                     continue
                 key = document.raw_key(contents.manifest)
                 try:
-                    self.store.put(key, _document_bytes(document, self.settings.offline))
+                    data = _document_bytes(document, self.settings.offline)
+                    self.store.put(key, data)
                 except Exception as exc:
                     errors[document.document_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("document %s could not be stored: %s", document.document_id, exc)
                     continue
-                keys[document.document_id] = key
+                keys[document.document_id] = (key, hashlib.sha256(data).hexdigest())
         return keys, errors
 
-    def _labels(self, case: BenchmarkCase) -> dict[str, str]:
-        return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
-
-    async def _evaluate_case(
-        self, kb: KnowledgeBase, unit_id: str, case: BenchmarkCase, mode: str
-    ) -> EvaluationCaseResult:
-        started = time.perf_counter()
-        try:
-            response = await kb.query(case.query, mode=mode, top_k=self.top_k)
-        except Exception as exc:
-            return EvaluationCaseResult(
-                case_id=case.case_id,
-                unit_id=unit_id,
-                query_mode=mode,
-                query=case.query,
-                labels=self._labels(case),
-                latency_seconds=time.perf_counter() - started,
-                error=_error("query", exc),
-            )
-        latency = time.perf_counter() - started
-        scores: list[EvaluationScore] = []
-        error = None
-        scoring_started = time.perf_counter()
-        for evaluator in self.evaluators:
-            try:
-                scores.append(await evaluator.evaluate(case, response))
-            except Exception as exc:
-                error = error or _error("evaluate", exc, evaluator=evaluator.name)
-        scoring = time.perf_counter() - scoring_started
-        return EvaluationCaseResult(
-            case_id=case.case_id,
-            unit_id=unit_id,
-            query_mode=mode,
-            query=case.query,
-            labels=self._labels(case),
-            scores=tuple(scores),
-            retrieved=_retrieved(response),
-            answer=response.answer,
-            latency_seconds=latency,
-            scoring_seconds=scoring,
-            error=error,
-        )
-
-    async def _run_unit(
-        self, plan: _UnitPlan, keys: dict[str, str], kb_name: str
-    ) -> tuple[KnowledgeBaseManifest | None, list[EvaluationCaseResult]]:
-        unit_id = plan.unit.unit_id
-        sources = [
+    def _sources(self, plan: UnitPlan, keys: dict[str, tuple[str, str]]) -> list[RawSource]:
+        return [
             RawSource(
-                key=keys[d.document_id],
+                key=keys[d.document_id][0],
                 document_id=d.document_id,
                 media_type=d.media_type,
+                sha256=keys[d.document_id][1],
                 metadata=d.metadata,
             )
             for d in plan.documents
             if d.document_id in keys
         ]
-        try:
-            kb = await KnowledgeBase.create(
-                recipe=self.recipe, name=f"{kb_name}-{unit_id}", store=self.store, sources=sources
-            )
-        except Exception as exc:
-            log.error("unit %s: knowledge base build failed: %s", unit_id, exc)
-            failure = _error("build", exc)
-            return None, [
-                EvaluationCaseResult(
-                    case_id=c.case_id,
-                    unit_id=unit_id,
-                    query_mode=m,
-                    query=c.query,
-                    labels=self._labels(c),
-                    error=failure,
+
+    async def _run_units(
+        self,
+        plans: Sequence[UnitPlan],
+        keys: dict[str, tuple[str, str]],
+        kb_name: str,
+        done: frozenset[CaseKey],
+    ) -> list[UnitOutcome]:
+        evaluator = self.unit_evaluator()
+        journal = self.journal
+        if self.settings.workers <= 1 or len(plans) <= 1:
+            outcomes = []
+            for plan in plans:
+                outcome = await evaluator.run(
+                    plan,
+                    self._sources(plan, keys),
+                    kb_name,
+                    done,
+                    on_result=(lambda r: journal.record_cases([r])) if journal else None,
                 )
-                for m in self.query_modes
-                for c in plan.cases
+                if journal is not None and outcome.manifest is not None:
+                    journal.record_unit(outcome.unit_id, outcome.manifest)
+                outcomes.append(outcome)
+            return outcomes
+        # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
+        loop = asyncio.get_running_loop()
+        with ProcessPoolExecutor(
+            max_workers=self.settings.workers, mp_context=get_context("spawn")
+        ) as pool:
+            futures = [
+                loop.run_in_executor(
+                    pool,
+                    run_unit_in_worker,
+                    evaluator,
+                    plan,
+                    self._sources(plan, keys),
+                    kb_name,
+                    done,
+                )
+                for plan in plans
             ]
-        manifest = kb.manifest()
-        log.info(
-            "unit %s: built %d chunks from %d documents in %.2fs",
-            unit_id,
-            manifest.counts["chunks"],
-            manifest.counts["documents"],
-            manifest.build_seconds,
-        )
-        limiter = asyncio.Semaphore(self.settings.max_concurrent_queries)
-
-        async def bounded(case: BenchmarkCase, mode: str) -> EvaluationCaseResult:
-            async with limiter:
-                return await self._evaluate_case(kb, unit_id, case, mode)
-
-        results = await asyncio.gather(
-            *(bounded(c, m) for m in self.query_modes for c in plan.cases)
-        )
-        return manifest, list(results)
+            outcomes = []
+            for future in asyncio.as_completed(futures):
+                outcome = await future
+                if journal is not None:
+                    journal.record_cases(outcome.results)
+                    if outcome.manifest is not None:
+                        journal.record_unit(outcome.unit_id, outcome.manifest)
+                self.build_cache.stats.add(outcome.cache)
+                outcomes.append(outcome)
+        return outcomes
 
     async def run(self) -> EvaluationReport:
         """Load the benchmark, evaluate the recipe and write `report.json` to the output dir."""
@@ -324,33 +288,44 @@ class BenchmarkRunner:
             len(contents.units),
             len(plans),
         )
+        journaled, journaled_units = self.journal.read() if self.journal else ({}, {})
+        if journaled:
+            log.info("resuming: %d case results already in the journal", len(journaled))
         clock = time.perf_counter()
         keys, document_errors = self._write_documents(contents, plans)
         write_seconds = time.perf_counter() - clock
         kb_name = f"{manifest.name}-{self.recipe.name}"
-        kb_manifests: list[KnowledgeBaseManifest] = []
-        results: list[EvaluationCaseResult] = []
-        unit_rows = []
-        for plan in plans:
-            kb_manifest, unit_results = await self._run_unit(plan, keys, kb_name)
-            if kb_manifest is not None:
-                kb_manifests.append(kb_manifest)
-            results.extend(unit_results)
-            unit_rows.append(
-                {
-                    "unit_id": plan.unit.unit_id,
-                    "documents": len(plan.documents),
-                    "cases": len(plan.cases),
-                    "build_seconds": kb_manifest.build_seconds if kb_manifest else None,
-                    "build_failed": kb_manifest is None,
-                }
-            )
+        outcomes = await self._run_units(plans, keys, kb_name, frozenset(journaled))
         for evaluator in self.evaluators:
             # Evaluators holding connections (an LLM judge) release them with this run's loop.
             closer = getattr(evaluator, "aclose", None)
             if closer is not None:
                 await closer()
         evaluate_seconds = time.perf_counter() - clock - write_seconds
+
+        fresh = {case_key(r): r for o in outcomes for r in o.results}
+        built = {o.unit_id: o.manifest for o in outcomes if o.manifest is not None}
+        results: list[EvaluationCaseResult] = []
+        kb_manifests: list[KnowledgeBaseManifest] = []
+        unit_rows = []
+        for plan in plans:
+            unit_id = plan.unit.unit_id
+            for mode in self.query_modes:
+                for case in plan.cases:
+                    key = (unit_id, case.case_id, mode)
+                    results.append(fresh[key] if key in fresh else journaled[key])
+            kb_manifest = built.get(unit_id) or journaled_units.get(unit_id)
+            if kb_manifest is not None:
+                kb_manifests.append(kb_manifest)
+            unit_rows.append(
+                {
+                    "unit_id": unit_id,
+                    "documents": len(plan.documents),
+                    "cases": len(plan.cases),
+                    "build_seconds": kb_manifest.build_seconds if kb_manifest else None,
+                    "build_failed": kb_manifest is None,
+                }
+            )
         metric_names = [e.name for e in self.evaluators]
         summary, details = summarize(
             results,
@@ -375,17 +350,20 @@ class BenchmarkRunner:
             finished_at=datetime.now(UTC),
             metadata={
                 "run_units": unit_rows,
-                "document_keys": keys,
+                "document_keys": {doc: key for doc, (key, _) in keys.items()},
                 "document_errors": document_errors,
                 "evaluators": metric_names,
                 "top_k": self.top_k,
                 "limit": self.settings.limit,
                 "seed": self.settings.seed,
+                "workers": self.settings.workers,
+                "cache": self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
+                "resumed_cases": len(journaled),
                 "timings_seconds": {
                     "write_documents": write_seconds,
-                    "build": sum(m.build_seconds for m in kb_manifests),
-                    "query": sum(r.latency_seconds or 0.0 for r in results),
-                    "score": sum(r.scoring_seconds or 0.0 for r in results),
+                    "build": sum(m.build_seconds for m in built.values()),
+                    "query": sum(r.latency_seconds or 0.0 for r in fresh.values()),
+                    "score": sum(r.scoring_seconds or 0.0 for r in fresh.values()),
                     "build_query_score": evaluate_seconds,
                 },
                 "cases": {
@@ -396,4 +374,6 @@ class BenchmarkRunner:
             },
         )
         report.write_json(self.settings.output_dir / "report.json")
+        if self.journal is not None:
+            self.journal.close()
         return report

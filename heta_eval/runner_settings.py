@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -27,6 +28,19 @@ class RunnerSettings(Record):
         default=1000, ge=1, description="resamples of the bootstrap confidence intervals"
     )
     confidence: float = Field(default=0.95, gt=0, lt=1, description="confidence level of CIs")
+    workers: int = Field(
+        default=1, ge=1, description="run units evaluated in parallel worker processes"
+    )
+    cache: Literal["off", "read", "write", "readwrite"] = Field(
+        default="off",
+        description="build cache of knowledge bases (the heta-eval config turns it on)",
+    )
+    cache_dir: Path = Path("outputs/cache")
+    resume: bool = Field(
+        default=True,
+        description="reuse a finished evaluation of the same config, or finish an interrupted one",
+    )
+    state_dir: Path = Path("outputs/state")
     output_dir: Path = Path("outputs/run")
     store_dir: Path = Path("outputs/store")
     workspace_dir: Path = Path("outputs/data")

@@ -49,3 +49,26 @@ class ScoreFailsForCase:
         if case.case_id == self.case_id:
             raise ZeroDivisionError("fragile evaluator divided by zero")
         return EvaluationScore(name=self.name, value=1.0)
+
+
+class SlowQueries:
+    """A BM25 index (same settings as BM25Index) that takes `seconds` per query, so that a
+    run can be interrupted halfway."""
+
+    def __init__(self, seconds: float = 0.05, **bm25: object) -> None:
+        self.seconds = seconds
+        self.bm25 = BM25Index(**bm25)  # type: ignore[arg-type]
+
+    def build(self, chunks: Sequence[Chunk]) -> SlowQueries._Built:
+        return SlowQueries._Built(self.bm25.build(chunks), self.seconds)
+
+    class _Built:
+        def __init__(self, inner: object, seconds: float) -> None:
+            self.inner = inner
+            self.seconds = seconds
+
+        def search(self, queries: Sequence[str], top_k: int) -> list[Hits]:
+            import time
+
+            time.sleep(self.seconds * len(queries))
+            return self.inner.search(queries, top_k)  # type: ignore[attr-defined]

@@ -1,6 +1,7 @@
 """The embedded knowledge-base engine: object store, parsers, chunkers, indexes, recipes."""
 
 from heta_eval.kb.bm25 import BM25Index
+from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.chunking import FixedSizeChunker
 from heta_eval.kb.documents import Chunk, ParsedSource, RawSource, Segment
 from heta_eval.kb.knowledge_base import KnowledgeBase, UnknownQueryModeError
@@ -18,6 +19,7 @@ from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, ObjectStore
 __all__ = [
     "SEGMENTS_MEDIA_TYPE",
     "BM25Index",
+    "BuildCache",
     "Chunk",
     "FixedSizeChunker",
     "InvalidKeyError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from heta_eval.kb.documents import Chunk
@@ -60,6 +61,17 @@ class BM25Index:
         retriever.index(tokens, show_progress=False)
         return BuiltBM25Index(tokenizer, retriever, len(chunks))
 
+    def load(self, directory: Path) -> BuiltBM25Index:
+        """An index saved by `BuiltBM25Index.save`, with this builder's tokenizer settings."""
+        import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        tokenizer = self._tokenizer()
+        tokenizer.load_vocab(str(directory))
+        retriever = bm25s.BM25.load(str(directory))
+        size = int(retriever.scores["num_docs"])
+        return BuiltBM25Index(tokenizer, retriever, size)
+
 
 class BuiltBM25Index:
     """A queryable BM25 index; chunks that share no term with the query are not returned."""
@@ -68,6 +80,12 @@ class BuiltBM25Index:
         self._tokenizer = tokenizer
         self._retriever = retriever
         self.size = size
+
+    def save(self, directory: Path) -> None:
+        """Write the index and the tokenizer's vocabulary into `directory`."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self._retriever.save(str(directory))
+        self._tokenizer.save_vocab(str(directory))
 
     def search(self, queries: Sequence[str], top_k: int) -> list[Hits]:
         if not queries or self.size == 0:

@@ -13,6 +13,7 @@ class RawSource(Record):
     key: NonEmptyStr
     document_id: NonEmptyStr
     media_type: NonEmptyStr = "text/plain"
+    sha256: str | None = Field(default=None, description="digest of the bytes, for cache keys")
     metadata: JsonDict = Field(default_factory=dict)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from heta_eval.kb.documents import Chunk, RawSource
-from heta_eval.kb.indexes import Hits, SearchIndex
+from heta_eval.kb.indexes import Hits, SearchIndex, persistable
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
 from heta_eval.records import (
@@ -127,6 +128,44 @@ class KnowledgeBase:
             document_errors=errors,
         )
         return cls(name=name, recipe=recipe, chunks=chunks, indexes=indexes, manifest=manifest)
+
+    def persistable(self) -> bool:
+        """Whether every index can be saved and loaded (a condition for the build cache)."""
+        builders = self.recipe.create_index_builders()
+        return all(persistable(builders[m], index) for m, index in self._indexes.items())
+
+    def save(self, directory: Path) -> None:
+        """Write chunks, indexes and manifest under `directory` (see `load`)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "manifest.json").write_text(
+            self._manifest.model_dump_json(indent=1), encoding="utf-8"
+        )
+        with (directory / "chunks.jsonl").open("w", encoding="utf-8") as handle:
+            for chunk in self._chunks:
+                handle.write(chunk.model_dump_json() + "\n")
+        for mode, index in self._indexes.items():
+            index.save(directory / "indexes" / mode)  # type: ignore[attr-defined]
+
+    @classmethod
+    def load(cls, directory: Path, *, recipe: KnowledgeRecipe, name: str) -> KnowledgeBase:
+        """A knowledge base written by `save`, its indexes loaded by the recipe's builders."""
+        manifest = KnowledgeBaseManifest.model_validate_json(
+            (directory / "manifest.json").read_text(encoding="utf-8")
+        )
+        with (directory / "chunks.jsonl").open(encoding="utf-8") as handle:
+            chunks = [Chunk.model_validate_json(line) for line in handle if line.strip()]
+        if len(chunks) != manifest.counts.get("chunks", len(chunks)):
+            raise ValueError("chunk count differs from the manifest")
+        builders = recipe.create_index_builders()
+        indexes = {mode: builders[mode].load(directory / "indexes" / mode) for mode in builders}
+        manifest = manifest.model_copy(update={"name": name})
+        return cls(name=name, recipe=recipe, chunks=chunks, indexes=indexes, manifest=manifest)
+
+    def mark_cached(self, key: str, status: str, load_seconds: float | None) -> None:
+        """Record in the manifest whether this knowledge base came from the build cache."""
+        self._manifest = self._manifest.model_copy(
+            update={"cache_key": key, "cache_status": status, "load_seconds": load_seconds}
+        )
 
     def manifest(self) -> KnowledgeBaseManifest:
         """What was built: steps, counts, build seconds and document errors."""

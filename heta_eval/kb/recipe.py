@@ -96,6 +96,13 @@ class KnowledgeRecipe(Record):
         """One index builder per query mode."""
         return {mode: instantiate(spec) for mode, spec in self.indexes.items()}
 
+    def build_settings(self) -> JsonDict:
+        """What determines the built knowledge base (for cache keys): parser, chunker,
+        indexes and chunk sizes — not the name, description or the query modes offered."""
+        return self.model_dump(
+            mode="json", include={"chunk_size", "chunk_overlap", "parser", "chunker", "indexes"}
+        )
+
     def manifest(self) -> JsonDict:
         """The recipe as JSON-ready data (secrets masked), for reports, tags and cache keys."""
         return mask_secrets(self.model_dump(mode="json"))

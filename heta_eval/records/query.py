@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
@@ -64,3 +66,6 @@ class KnowledgeBaseManifest(Record):
     counts: dict[str, int] = Field(default_factory=dict)
     build_seconds: float = Field(ge=0)
     document_errors: dict[str, str] = Field(default_factory=dict)
+    cache_status: Literal["off", "hit", "miss"] = "off"
+    cache_key: str | None = None
+    load_seconds: float | None = Field(default=None, ge=0)

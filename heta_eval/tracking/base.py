@@ -16,6 +16,10 @@ class Tracker(Protocol):
         self, *, run_name: str, config: Mapping[str, Any], tags: Mapping[str, str]
     ) -> None: ...
 
+    def resume(self, run_id: str) -> bool:
+        """Continue an interrupted run; False when it cannot be found (start a new one)."""
+        ...
+
     def log_report(self, report: EvaluationReport, artifacts: Mapping[str, Path]) -> None: ...
 
     def end(self, status: str = "FINISHED") -> None: ...
@@ -30,6 +34,9 @@ class NullTracker:
 
     def start(self, *, run_name: str, config: Mapping[str, Any], tags: Mapping[str, str]) -> None:
         pass
+
+    def resume(self, run_id: str) -> bool:
+        return False
 
     def log_report(self, report: EvaluationReport, artifacts: Mapping[str, Path]) -> None:
         pass

@@ -62,6 +62,10 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
             metrics.append(
                 (metric_name(f"{mode}.latency_p95_seconds"), _percentile(latencies, 95), 0)
             )
+    for name, value in sorted((report.metadata.get("cache") or {}).items()):
+        if isinstance(value, int | float):
+            metrics.append((f"cache.{name}", float(value), 0))
+    metrics.append(("cases.resumed", float(report.metadata.get("resumed_cases", 0)), 0))
     failed = sum(1 for r in report.case_results if r.error is not None)
     metrics.append(("cases.evaluated", float(len(report.case_results)), 0))
     metrics.append(("cases.failed", float(failed), 0))
@@ -167,6 +171,18 @@ class MlflowTracker:
         params = [Param(k, v) for k, v in flat_params(config).items()]
         for batch in _chunks(params, PARAMS_PER_BATCH):
             self.client.log_batch(self.run_id, params=list(batch))
+
+    def resume(self, run_id: str) -> bool:
+        """Reopen the run an interrupted evaluation started (same run, not a second one)."""
+        try:
+            run = self.client.get_run(run_id)
+        except Exception:
+            return False
+        if run.info.lifecycle_stage != "active":
+            return False
+        self.client.update_run(run_id, status="RUNNING")
+        self.run_id = run_id
+        return True
 
     def log_report(self, report: EvaluationReport, artifacts: Mapping[str, Path]) -> None:
         from mlflow.entities import Metric

@@ -1,0 +1,104 @@
+"""The run journal: finished case results appended as they complete, for crash-safe resume."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from heta_eval.records import EvaluationCaseResult, KnowledgeBaseManifest
+
+log = logging.getLogger(__name__)
+
+CaseKey = tuple[str, str, str]
+"""(unit_id, case_id, query_mode): how case results are identified and paired."""
+
+
+def case_key(result: EvaluationCaseResult) -> CaseKey:
+    """The identity of a case result."""
+    return (result.unit_id, result.case_id, result.query_mode)
+
+
+class CaseJournal:
+    """An append-only JSON-lines file of finished case results and built units.
+
+    Each line is flushed as it is written, so a run killed at any moment leaves every
+    finished result on disk; a torn last line (the kill came mid-write) is cut off when the
+    journal is read again. The first line names the configuration hash; a journal written
+    for another configuration is never reused.
+    """
+
+    def __init__(self, path: Path, config_hash: str) -> None:
+        self.path = path
+        self.config_hash = config_hash
+        self._handle: IO[str] | None = None
+
+    def read(self) -> tuple[dict[CaseKey, EvaluationCaseResult], dict[str, KnowledgeBaseManifest]]:
+        """Finished results and unit manifests recorded so far (empty for a new journal)."""
+        results: dict[CaseKey, EvaluationCaseResult] = {}
+        units: dict[str, KnowledgeBaseManifest] = {}
+        if not self.path.is_file():
+            return results, units
+        good_bytes = 0
+        with self.path.open("rb") as handle:
+            for number, raw in enumerate(handle):
+                try:
+                    line = json.loads(raw)
+                    if number == 0:
+                        if line.get("config_hash") != self.config_hash:
+                            log.warning(
+                                "%s belongs to another configuration; starting over", self.path
+                            )
+                            return {}, {}
+                    elif line["kind"] == "case":
+                        result = EvaluationCaseResult.model_validate(line["result"])
+                        results[case_key(result)] = result
+                    elif line["kind"] == "unit":
+                        units[line["unit_id"]] = KnowledgeBaseManifest.model_validate(
+                            line["manifest"]
+                        )
+                except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                    log.warning("%s: cutting a torn line %d", self.path, number + 1)
+                    break
+                if not raw.endswith(b"\n"):
+                    break
+                good_bytes += len(raw)
+        with self.path.open("r+b") as handle:
+            handle.truncate(good_bytes)
+        if good_bytes == 0:
+            self.path.unlink()
+        return results, units
+
+    def _write(self, lines: Iterable[dict]) -> None:
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = not self.path.is_file() or self.path.stat().st_size == 0
+            self._handle = self.path.open("a", encoding="utf-8")
+            if fresh:
+                self._handle.write(json.dumps({"config_hash": self.config_hash}) + "\n")
+        for line in lines:
+            self._handle.write(json.dumps(line) + "\n")
+        self._handle.flush()
+
+    def record_cases(self, results: Iterable[EvaluationCaseResult]) -> None:
+        """Append finished case results."""
+        self._write({"kind": "case", "result": r.model_dump(mode="json")} for r in results)
+
+    def record_unit(self, unit_id: str, manifest: KnowledgeBaseManifest) -> None:
+        """Append the manifest of a built unit."""
+        self._write(
+            [{"kind": "unit", "unit_id": unit_id, "manifest": manifest.model_dump(mode="json")}]
+        )
+
+    def close(self) -> None:
+        """Flush to disk and close."""
+        if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._handle = None

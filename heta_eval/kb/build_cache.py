@@ -1,0 +1,180 @@
+"""A content-addressed cache of built knowledge bases, safe to share between runs and users.
+
+The key is a sha256 over the recipe's build-time settings (parser, chunker, indexes, chunk
+sizes — not its name or query-time choices), the sources (raw key, document id, media type
+and the sha256 of their bytes) and the versions of the code that builds them. An entry is a
+directory holding the chunks, each index's files, the manifest and a checksum list; it is
+written to a temporary directory and renamed into place, and every file is verified on
+load. A corrupt or half-written entry is discarded and rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+from heta_eval.kb.documents import RawSource
+from heta_eval.kb.knowledge_base import KnowledgeBase
+from heta_eval.kb.recipe import KnowledgeRecipe
+from heta_eval.kb.store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+CacheMode = Literal["off", "read", "write", "readwrite"]
+CHECKSUMS = "checksums.json"
+_CODE_PACKAGES = ("heta-eval", "bm25s", "PyStemmer", "pypdf", "numpy")
+
+
+def code_versions() -> dict[str, str]:
+    """Versions of the packages whose code shapes a built knowledge base."""
+    versions = {}
+    for package in _CODE_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    return versions
+
+
+def build_key(recipe: KnowledgeRecipe, sources: Sequence[RawSource]) -> str | None:
+    """The cache key of building `recipe` over `sources`; None when a source has no digest."""
+    if any(s.sha256 is None for s in sources):
+        return None
+    material = {
+        "recipe": recipe.build_settings(),
+        "sources": [[s.key, s.document_id, s.media_type, s.sha256] for s in sources],
+        "code": code_versions(),
+    }
+    payload = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class CacheStats:
+    """What the cache did during a run."""
+
+    hits: int = 0
+    misses: int = 0
+    discarded: int = 0
+    written: int = 0
+    uncacheable: int = 0
+    discarded_reasons: list[str] = field(default_factory=list)
+
+    def add(self, other: CacheStats) -> None:
+        """Fold another run's (or worker's) counts into these."""
+        self.hits += other.hits
+        self.misses += other.misses
+        self.discarded += other.discarded
+        self.written += other.written
+        self.uncacheable += other.uncacheable
+        self.discarded_reasons.extend(other.discarded_reasons)
+
+    def as_dict(self) -> dict[str, int]:
+        """Counts for report metadata and metrics."""
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "discarded": self.discarded,
+            "written": self.written,
+            "uncacheable": self.uncacheable,
+        }
+
+
+class BuildCache:
+    """Built knowledge bases on disk, keyed by content (`mode`: off, read, write, readwrite)."""
+
+    def __init__(self, root: str | os.PathLike[str], mode: CacheMode = "readwrite") -> None:
+        if mode not in ("off", "read", "write", "readwrite"):
+            raise ValueError(f"cache mode must be off, read, write or readwrite; got {mode!r}")
+        self.root = Path(root)
+        self.mode = mode
+        self.stats = CacheStats()
+
+    def _entry(self, key: str) -> Path:
+        return self.root / "kb" / key[:2] / key
+
+    def _load(self, key: str, recipe: KnowledgeRecipe, name: str) -> KnowledgeBase | None:
+        entry = self._entry(key)
+        if not entry.is_dir():
+            return None
+        started = time.perf_counter()
+        try:
+            listed = json.loads((entry / CHECKSUMS).read_text(encoding="utf-8"))
+            for relative, expected in listed.items():
+                if _sha256(entry / relative) != expected:
+                    raise ValueError(f"{relative} does not match its checksum")
+            kb = KnowledgeBase.load(entry, recipe=recipe, name=name)
+        except Exception as exc:
+            reason = f"{entry}: {type(exc).__name__}: {exc}"
+            log.warning("discarding corrupt build cache entry %s", reason)
+            self.stats.discarded += 1
+            self.stats.discarded_reasons.append(reason)
+            shutil.rmtree(entry, ignore_errors=True)
+            return None
+        kb.mark_cached(key, "hit", time.perf_counter() - started)
+        return kb
+
+    def _save(self, key: str, kb: KnowledgeBase) -> None:
+        entry = self._entry(key)
+        if entry.exists():
+            return
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{key[:12]}."))
+        try:
+            kb.save(tmp)
+            files = sorted(p for p in tmp.rglob("*") if p.is_file())
+            checksums = {p.relative_to(tmp).as_posix(): _sha256(p) for p in files}
+            (tmp / CHECKSUMS).write_text(json.dumps(checksums, indent=1), encoding="utf-8")
+            os.replace(tmp, entry)
+            self.stats.written += 1
+        except OSError as exc:
+            # Someone else wrote the same entry first (rename onto a non-empty directory),
+            # or the disk refused: the build is still good, only not cached.
+            log.info("build cache entry %s not written: %s", entry, exc)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    async def get_or_create(
+        self,
+        *,
+        recipe: KnowledgeRecipe,
+        name: str,
+        store: ObjectStore,
+        sources: Sequence[RawSource],
+    ) -> KnowledgeBase:
+        """A cached knowledge base for this recipe and these sources, or a fresh build."""
+        key = build_key(recipe, sources) if self.mode != "off" else None
+        if key is not None and self.mode in ("read", "readwrite"):
+            cached = self._load(key, recipe, name)
+            if cached is not None:
+                self.stats.hits += 1
+                return cached
+        kb = await KnowledgeBase.create(recipe=recipe, name=name, store=store, sources=sources)
+        if key is None:
+            return kb
+        self.stats.misses += 1
+        kb.mark_cached(key, "miss", None)
+        if self.mode in ("write", "readwrite"):
+            if kb.persistable():
+                self._save(key, kb)
+            else:
+                self.stats.uncacheable += 1
+        return kb

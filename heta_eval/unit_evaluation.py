@@ -1,0 +1,216 @@
+"""Evaluating one run unit: build (or load) its knowledge base, query and score its cases."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from heta_eval.journal import CaseKey
+from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, ObjectStore, RawSource
+from heta_eval.kb.build_cache import BuildCache, CacheStats
+from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.records import (
+    BenchmarkCase,
+    BenchmarkDocument,
+    BenchmarkRunUnit,
+    EvaluationCaseResult,
+    EvaluationError,
+    EvaluationScore,
+    KnowledgeBaseManifest,
+    QueryResponse,
+    RetrievedItem,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UnitPlan:
+    """A run unit with its documents and the cases to evaluate (after `limit`)."""
+
+    unit: BenchmarkRunUnit
+    documents: tuple[BenchmarkDocument, ...]
+    cases: tuple[BenchmarkCase, ...]
+
+
+@dataclass
+class UnitOutcome:
+    """What evaluating a unit produced: its KB manifest (None when not built) and results."""
+
+    unit_id: str
+    manifest: KnowledgeBaseManifest | None
+    results: list[EvaluationCaseResult]
+    cache: CacheStats = field(default_factory=CacheStats)
+
+
+def error_record(stage: str, exc: BaseException, evaluator: str | None = None) -> EvaluationError:
+    """An EvaluationError for an exception raised at `stage`."""
+    return EvaluationError(
+        stage=stage,  # type: ignore[arg-type]
+        error_type=type(exc).__name__,
+        message=str(exc)[:2000],
+        evaluator=evaluator,
+    )
+
+
+def retrieved_items(response: QueryResponse) -> tuple[RetrievedItem, ...]:
+    """The compact form of a response's results kept in a case result."""
+    return tuple(
+        RetrievedItem(
+            id=r.id,
+            score=r.score,
+            document_id=r.source.document_id,
+            chunk_id=r.source.chunk_id,
+            source_key=r.source.source_key,
+            page_index=r.source.page_index,
+        )
+        for r in response.results
+    )
+
+
+@dataclass
+class UnitEvaluator:
+    """Everything needed to evaluate units, in a form that can be sent to a worker process."""
+
+    recipe: KnowledgeRecipe
+    evaluators: tuple[BenchmarkEvaluatorProtocol, ...]
+    query_modes: tuple[str, ...]
+    top_k: int
+    max_concurrent_queries: int
+    slice_by: tuple[str, ...]
+    store: ObjectStore
+    cache: BuildCache
+
+    def labels(self, case: BenchmarkCase) -> dict[str, str]:
+        """Slice labels of a case, from its metadata."""
+        return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
+
+    async def evaluate_case(
+        self, kb: KnowledgeBase, unit_id: str, case: BenchmarkCase, mode: str
+    ) -> EvaluationCaseResult:
+        """Query one case and score it; failures become the case's EvaluationError."""
+        common = {
+            "case_id": case.case_id,
+            "unit_id": unit_id,
+            "query_mode": mode,
+            "query": case.query,
+            "labels": self.labels(case),
+        }
+        started = time.perf_counter()
+        try:
+            response = await kb.query(case.query, mode=mode, top_k=self.top_k)
+        except Exception as exc:
+            return EvaluationCaseResult(
+                **common,
+                latency_seconds=time.perf_counter() - started,
+                error=error_record("query", exc),
+            )
+        latency = time.perf_counter() - started
+        scores: list[EvaluationScore] = []
+        error = None
+        scoring_started = time.perf_counter()
+        for evaluator in self.evaluators:
+            try:
+                scores.append(await evaluator.evaluate(case, response))
+            except Exception as exc:
+                error = error or error_record("evaluate", exc, evaluator=evaluator.name)
+        return EvaluationCaseResult(
+            **common,
+            scores=tuple(scores),
+            retrieved=retrieved_items(response),
+            answer=response.answer,
+            latency_seconds=latency,
+            scoring_seconds=time.perf_counter() - scoring_started,
+            error=error,
+        )
+
+    async def run(
+        self,
+        plan: UnitPlan,
+        sources: Sequence[RawSource],
+        kb_name: str,
+        done: frozenset[CaseKey] = frozenset(),
+        on_result: Callable[[EvaluationCaseResult], None] | None = None,
+    ) -> UnitOutcome:
+        """Build the unit's KB and evaluate every (case, mode) not already in `done`."""
+        unit_id = plan.unit.unit_id
+        todo = [
+            (case, mode)
+            for mode in self.query_modes
+            for case in plan.cases
+            if (unit_id, case.case_id, mode) not in done
+        ]
+        before = CacheStats()
+        before.add(self.cache.stats)
+        try:
+            kb = await self.cache.get_or_create(
+                recipe=self.recipe, name=f"{kb_name}-{unit_id}", store=self.store, sources=sources
+            )
+        except Exception as exc:
+            log.error("unit %s: knowledge base build failed: %s", unit_id, exc)
+            failure = error_record("build", exc)
+            results = [
+                EvaluationCaseResult(
+                    case_id=case.case_id,
+                    unit_id=unit_id,
+                    query_mode=mode,
+                    query=case.query,
+                    labels=self.labels(case),
+                    error=failure,
+                )
+                for case, mode in todo
+            ]
+            for result in results:
+                if on_result is not None:
+                    on_result(result)
+            return UnitOutcome(unit_id, None, results, self._delta(before))
+        manifest = kb.manifest()
+        log.info(
+            "unit %s: %s %d chunks from %d documents in %.2fs",
+            unit_id,
+            "loaded" if manifest.cache_status == "hit" else "built",
+            manifest.counts["chunks"],
+            manifest.counts["documents"],
+            manifest.load_seconds if manifest.cache_status == "hit" else manifest.build_seconds,
+        )
+        limiter = asyncio.Semaphore(self.max_concurrent_queries)
+
+        async def bounded(case: BenchmarkCase, mode: str) -> EvaluationCaseResult:
+            async with limiter:
+                result = await self.evaluate_case(kb, unit_id, case, mode)
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
+        return UnitOutcome(unit_id, manifest, list(results), self._delta(before))
+
+    def _delta(self, before: CacheStats) -> CacheStats:
+        delta = CacheStats()
+        delta.add(self.cache.stats)
+        delta.hits -= before.hits
+        delta.misses -= before.misses
+        delta.discarded -= before.discarded
+        delta.written -= before.written
+        delta.uncacheable -= before.uncacheable
+        delta.discarded_reasons = delta.discarded_reasons[len(before.discarded_reasons) :]
+        return delta
+
+
+def run_unit_in_worker(
+    evaluator: UnitEvaluator,
+    plan: UnitPlan,
+    sources: Sequence[RawSource],
+    kb_name: str,
+    done: frozenset[CaseKey],
+) -> UnitOutcome:
+    """Entry point of a worker process: evaluate one unit with its own event loop."""
+    outcome = asyncio.run(evaluator.run(plan, sources, kb_name, done))
+    for item in evaluator.evaluators:
+        closer = getattr(item, "aclose", None)
+        if closer is not None:
+            asyncio.run(closer())
+    return outcome
