@@ -43,7 +43,9 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _run_tags(components: RunComponents, overrides: list[str]) -> dict[str, str]:
+def _run_tags(
+    components: RunComponents, overrides: list[str], sweep_id: str | None = None
+) -> dict[str, str]:
     manifest = components.benchmark.manifest
     tags = {
         "heta_eval.version": __version__,
@@ -55,6 +57,8 @@ def _run_tags(components: RunComponents, overrides: list[str]) -> dict[str, str]
         "recipe.name": components.recipe.name,
         "heta_eval.overrides": " ".join(overrides),
     }
+    if sweep_id:
+        tags["heta_eval.sweep_id"] = sweep_id
     commit = _git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
@@ -67,7 +71,10 @@ def code_version() -> str:
 
 
 async def _execute(
-    components: RunComponents, overrides: list[str], parent_run_id: str | None
+    components: RunComponents,
+    overrides: list[str],
+    parent_run_id: str | None,
+    sweep_id: str | None = None,
 ) -> EvaluationReport:
     settings = components.settings
     state = RunState(settings.state_dir, components.config_hash, code_version())
@@ -100,7 +107,7 @@ async def _execute(
         start_args: dict[str, Any] = {
             "run_name": run_name,
             "config": components.resolved,
-            "tags": _run_tags(components, overrides),
+            "tags": _run_tags(components, overrides, sweep_id),
         }
         if parent_run_id:
             start_args["parent_run_id"] = parent_run_id
@@ -127,16 +134,17 @@ def run(cfg: DictConfig) -> EvaluationReport:
     from hydra.types import RunMode
 
     from heta_eval.console import print_summary
-    from heta_eval.tracking.sweep import parent_run_id
+    from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
     components = assemble(cfg)
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    parent = None
+    parent = sweep_id = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
         parent = parent_run_id(hydra_cfg.sweep.dir)
+        sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
-    report = asyncio.run(_execute(components, overrides, parent))
+    report = asyncio.run(_execute(components, overrides, parent, sweep_id))
     print_summary(
         report,
         run_dir=str(components.settings.output_dir),

@@ -226,9 +226,10 @@ def load_reports(refs: Sequence[str], tracking_uri: str | None = None) -> list[L
                 source = _MlflowSource(tracking_uri or default_tracking_uri())
             run = source.run(ref)
             if run.data.tags.get("heta_eval.kind") == SWEEP_KIND:
-                children = source.children(run)
+                # A resumed sweep may hold failed or killed attempts: compare finished jobs.
+                children = [c for c in source.children(run) if c.info.status == "FINISHED"]
                 if not children:
-                    raise CompareError(f"sweep run {ref} has no child runs")
+                    raise CompareError(f"sweep run {ref} has no finished child runs")
                 for child in children:
                     runs.append(
                         LoadedRun(

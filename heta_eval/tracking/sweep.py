@@ -1,23 +1,239 @@
-"""Group the jobs of a Hydra multirun under one MLflow parent run."""
+"""Group the jobs of a Hydra multirun under one MLflow parent run, and summarise them.
+
+`MlflowSweepCallback` (configured as `hydra.callbacks.mlflow_sweep`) runs in the launching
+process. `on_multirun_start` creates the store, the experiment and the parent run before any
+job starts, and writes the parent's id into the sweep directory, where each job finds it
+(`parent_run_id`). The parent is identified across reruns by `heta_eval.sweep_id` (a hash of
+the config name and the command line's overrides): rerunning a sweep whose parent did not
+finish reuses that parent. `on_multirun_end` logs a summary of the children (the table
+`sweep_summary.json` and `best/<metric>` with the run that reached it) and ends the parent.
+
+Hydra does not call `on_multirun_end` when a job fails (the sweeper re-raises the job's
+exception after the launcher has run every job of the batch), so an `atexit` handler armed in
+`on_multirun_start` writes the summary of what finished and ends the parent FAILED. SIGTERM
+and SIGHUP are turned into that same exit (the parent ends KILLED), so a sweep that exited
+never leaves its parent RUNNING. Jobs that fail before their run exists are seen through
+`on_job_end`, which leaves one small JSON record per job in the sweep directory.
+"""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import hashlib
+import json
 import logging
+import os
+import signal
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.tracking.naming import metric_name, param_value
+
 log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = ".mlflow_parent_run_id"
+SWEEP_ID_FILE = ".heta_eval_sweep_id"
+JOBS_DIR = ".heta_eval_jobs"
+SUMMARY_TABLE = "sweep_summary.json"
+# Sweeper outputs logged to the parent when present (Optuna's best trial, the sweep config).
+SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
+
+KIND_TAG = "heta_eval.kind"
+SWEEP_KIND = "sweep"
+SWEEP_ID_TAG = "heta_eval.sweep_id"
+PARENT_TAG = "mlflow.parentRunId"
+OVERRIDES_TAG = "heta_eval.overrides"  # set on each child run by the CLI
+FIXED_TAGS = ("benchmark.name", "recipe.name")  # tagged on the parent when one value for all
+# Launchers whose jobs are processes of the launching one (they end when it ends): at exit,
+# their child runs still RUNNING are ended KILLED. SLURM jobs outlive the launcher.
+LOCAL_LAUNCHERS = frozenset({"basic", "joblib", "local_parallel", "submitit_local"})
+TAGS_PER_BATCH = 100  # MLflow's per-request limits
+METRICS_PER_BATCH = 1000
 
 
 def parent_run_id(sweep_dir: str | Path) -> str | None:
     """The parent run id the sweep callback left in `sweep_dir`, if any."""
     marker = Path(sweep_dir) / PARENT_RUN_FILE
     return marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+
+
+def read_sweep_id(sweep_dir: str | Path) -> str | None:
+    """The `heta_eval.sweep_id` of the sweep writing to `sweep_dir`, if it is tracked."""
+    marker = Path(sweep_dir) / SWEEP_ID_FILE
+    return marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+
+
+def sweep_id(overrides: Iterable[str], config_name: str | None) -> str:
+    """Stable id of a sweep: sha256 of the config name and its sorted overrides, 16 hex digits.
+
+    `overrides` are the command line's (`hydra.overrides.task`), so the same command gives the
+    same id whatever the launcher, the order of the overrides or the time it runs.
+    """
+    text = "\n".join([config_name or "", *sorted(overrides)])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# Counts of cases a metric could not score: fewer is better.
+_LOWER_IS_BETTER_STATS = ("failed", "undetermined")
+
+
+def lower_is_better(metric: str) -> bool:
+    """Durations, latencies and failure counts are best when smallest, the rest when largest.
+
+    `kb.build_seconds`, `kb.build_seconds_total`, `bm25.latency_p95_seconds`, `cases.failed`,
+    `bm25.ndcg_at_10.failed` are minimised; scores, their CIs and other counts maximised.
+    """
+    last = metric.rsplit(".", 1)[-1]
+    return "_seconds" in metric or "latency" in metric or last in _LOWER_IS_BETTER_STATS
+
+
+def _split_override(override: str) -> tuple[str, str]:
+    key, _, value = override.partition("=")
+    return key.lstrip("+~"), value
+
+
+def _swept_keys(overrides: Sequence[str]) -> set[str]:
+    """Keys (or config groups) that take more than one value in the sweep."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # already parsed by Hydra; be conservative if not
+        return {_split_override(o)[0] for o in overrides}
+    return {o.key_or_group for o in parsed if o.is_sweep_override()}
+
+
+def _sweeper_params(config: DictConfig) -> list[str]:
+    """The sweeper's own search space (`hydra.sweeper.params`) as overrides."""
+    params = OmegaConf.select(config, "hydra.sweeper.params")
+    if not params:
+        return []
+    return [f"{k}={v}" for k, v in params.items()]
+
+
+@dataclass
+class SweepRow:
+    """One job of the sweep: its (latest) child run, or a job that failed before its run."""
+
+    run_id: str
+    run_name: str
+    status: str
+    overrides: str
+    start_time: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "FINISHED"
+
+
+def _job_key(run: Any) -> str:
+    return run.data.tags.get(OVERRIDES_TAG) or run.info.run_id
+
+
+def job_rows(runs: Sequence[Any]) -> list[SweepRow]:
+    """One row per job: its latest FINISHED run, or its latest run if none finished.
+
+    A rerun adds runs under the same parent; a job that failed the first time and finished
+    the second is one FINISHED job.
+    """
+    by_job: dict[str, list[Any]] = {}
+    for run in sorted(runs, key=lambda r: r.info.start_time or 0):
+        by_job.setdefault(_job_key(run), []).append(run)
+    rows = []
+    for attempts in by_job.values():
+        finished = [r for r in attempts if r.info.status == "FINISHED"]
+        run = (finished or attempts)[-1]
+        rows.append(
+            SweepRow(
+                run_id=run.info.run_id,
+                run_name=run.info.run_name or "",
+                status=run.info.status,
+                overrides=run.data.tags.get(OVERRIDES_TAG, ""),
+                start_time=run.info.start_time or 0,
+                metrics=dict(run.data.metrics),
+                tags=dict(run.data.tags),
+                attempts=len(attempts),
+            )
+        )
+    return sorted(rows, key=lambda r: (r.start_time, r.run_name))
+
+
+def _job_records(sweep_dir: Path) -> list[dict[str, Any]]:
+    records = []
+    for path in sorted((sweep_dir / JOBS_DIR).glob("*.json")):
+        try:
+            records.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return records
+
+
+def merge_job_records(rows: list[SweepRow], records: Sequence[Mapping[str, Any]]) -> None:
+    """Add the errors of failed jobs to their rows, and rows for failed jobs without a run."""
+    by_overrides = {row.overrides: row for row in rows if row.overrides}
+    for record in records:
+        if record.get("status") != "FAILED":
+            continue
+        overrides = " ".join(record.get("overrides") or [])
+        row = by_overrides.get(overrides)
+        if row is None:
+            row = SweepRow(
+                run_id="",
+                run_name=f"job {record.get('num', '?')} (no run)",
+                status="FAILED",
+                overrides=overrides,
+                attempts=0,
+            )
+            rows.append(row)
+            by_overrides[overrides] = row
+        if not row.ok:
+            row.error = record.get("error")
+
+
+def summary_table(rows: Sequence[SweepRow]) -> dict[str, list[Any]]:
+    """Columns of `sweep_summary.json`: one row per job, every metric a column."""
+    metrics = sorted({m for row in rows for m in row.metrics})
+    columns: dict[str, list[Any]] = {
+        "run_name": [r.run_name for r in rows],
+        "status": [r.status for r in rows],
+        "overrides": [r.overrides for r in rows],
+        "run_id": [r.run_id for r in rows],
+        "attempts": [r.attempts for r in rows],
+        "error": [r.error for r in rows],
+    }
+    for m in metrics:
+        columns[m] = [r.metrics.get(m) for r in rows]
+    return columns
+
+
+def best_metrics(rows: Sequence[SweepRow]) -> dict[str, tuple[float, str]]:
+    """`metric -> (best value, run id)` over the finished jobs (min for durations, else max)."""
+    best: dict[str, tuple[float, str]] = {}
+    for row in rows:
+        if not row.ok:
+            continue
+        for name, value in row.metrics.items():
+            if value != value:  # NaN never wins
+                continue
+            current = best.get(name)
+            better = current is None or (
+                value < current[0] if lower_is_better(name) else value > current[0]
+            )
+            if better:
+                best[name] = (value, row.run_id)
+    return best
 
 
 def _mlflow_tracker(config: DictConfig) -> Any:
@@ -35,28 +251,315 @@ def _mlflow_tracker(config: DictConfig) -> Any:
     return tracker if isinstance(tracker, MlflowTracker) else None
 
 
+def _fixed_names(config: DictConfig, swept: set[str]) -> dict[str, str]:
+    """benchmark.name / recipe.name when no override of the sweep can change them."""
+    names: dict[str, str] = {}
+
+    def touched(*prefixes: str) -> bool:
+        return any(k == p or k.startswith(p + ".") for k in swept for p in prefixes)
+
+    if not touched("experiment") and not swept & {"recipe", "recipe.name"}:
+        name = OmegaConf.select(config, "recipe.name", default=None)
+        if name:
+            names["recipe.name"] = str(name)
+    if not touched("benchmark", "experiment"):
+        # The adapter names itself (e.g. beir-scifact); constructing one reads no data.
+        try:
+            from heta_eval.components import instantiate
+
+            spec = OmegaConf.to_container(config.benchmark, resolve=True)
+            names["benchmark.name"] = str(instantiate(spec).manifest.name)
+        except Exception:
+            choice = OmegaConf.select(config, "hydra.runtime.choices.benchmark", default=None)
+            if choice:
+                names["benchmark.name"] = str(choice)
+    return names
+
+
 class MlflowSweepCallback(Callback):
-    """Hydra callback: one MLflow parent run per multirun, closed when the sweep ends."""
+    """Hydra callback: one MLflow parent run per multirun, summarised and ended at its end."""
 
     def __init__(self) -> None:
         self._tracker: Any = None
+        self._sweep_dir: Path | None = None
+        self._armed = False
+        self._exit_status = "FAILED"
+        self._signal_handlers: dict[int, Any] = {}
+        self._launcher = ""
+        self._started_ms = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Launchers ship the callbacks to their workers; the MLflow client and the exit
+        # handler belong to the launching process only.
+        return {"_tracker": None, "_sweep_dir": self._sweep_dir, "_armed": False}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._tracker = None
+        self._sweep_dir = state.get("_sweep_dir")
+        self._armed = False
+        self._exit_status = "FAILED"
+        self._signal_handlers = {}
+        self._launcher = ""
+        self._started_ms = 0
+
+    # -- the launching process -------------------------------------------------------------
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        logging.getLogger("alembic").setLevel(logging.WARNING)
         tracker = _mlflow_tracker(config)
         if tracker is None:
             return
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        overrides = list(config.hydra.overrides.task)
-        tracker.start(
-            run_name=f"sweep {sweep_dir.name}",
-            config={"sweep.overrides": " ".join(overrides)},
-            tags={"heta_eval.kind": "sweep", "heta_eval.sweep_dir": str(sweep_dir)},
-        )
-        (sweep_dir / PARENT_RUN_FILE).write_text(tracker.run_id, encoding="utf-8")
-        self._tracker = tracker
-        log.info("MLflow parent run %s for sweep %s", tracker.run_id, sweep_dir)
+        task_overrides = [str(o) for o in config.hydra.overrides.task]
+        sid = sweep_id(task_overrides, kwargs.get("config_name"))
+        overrides = _sweeper_params(config) + task_overrides
+        choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
+        params = {
+            "sweep.overrides": " ".join(task_overrides),
+            "sweep.launcher": str(choices.get("hydra/launcher", "")),
+            "sweep.sweeper": str(choices.get("hydra/sweeper", "")),
+            **{metric_name(key): value for key, value in map(_split_override, overrides)},
+        }
+        tags = {
+            KIND_TAG: SWEEP_KIND,
+            SWEEP_ID_TAG: sid,
+            # This attempt's; the params keep the first attempt's.
+            "heta_eval.launcher": params["sweep.launcher"],
+            "heta_eval.sweeper": params["sweep.sweeper"],
+            "heta_eval.sweep_dir": str(sweep_dir),
+            "heta_eval.config_name": str(kwargs.get("config_name") or ""),
+            **_fixed_names(config, _swept_keys(overrides)),
+        }
+        self._launcher = params["sweep.launcher"]
+        self._started_ms = _now_ms()
+        # Creates the store and the experiment here, before any (parallel) job starts.
+        experiment_id = tracker.experiment_id()
+        previous = self._unfinished_parent(tracker.client, experiment_id, sid)
+        if previous is None:
+            tracker.start(run_name=f"sweep {sweep_dir.name}", config={}, tags=tags)
+            self._arm(tracker, sweep_dir, sid)
+            self._log_params(tracker.client, tracker.run_id, params, existing={})
+            log.info("MLflow parent run %s for sweep %s", tracker.run_id, sweep_dir)
+        else:
+            tracker.run_id = previous.info.run_id
+            tracker.client.update_run(tracker.run_id, status="RUNNING")
+            self._arm(tracker, sweep_dir, sid)
+            attempts = int(previous.data.tags.get("heta_eval.sweep_attempts", "1")) + 1
+            tags["heta_eval.sweep_attempts"] = str(attempts)
+            self._log_params(tracker.client, tracker.run_id, params, previous.data.params)
+            log.info(
+                "MLflow parent run %s (%s, sweep_id %s) resumed for sweep %s",
+                tracker.run_id,
+                previous.info.status,
+                sid,
+                sweep_dir,
+            )
+        self._set_tags(tracker.client, tracker.run_id, tags)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self._tracker is not None:
-            self._tracker.end("FINISHED")
+        if not self._armed:
+            return
+        self._disarm()
+        status = "FINISHED"
+        try:
+            if any(not row.ok for row in self._summarise()):
+                status = "FAILED"  # a sweeper that tolerates failures (Optuna) got here
+        except Exception as exc:  # the sweep ran; a missing summary does not fail it
+            log.warning("could not summarise sweep run %s: %s", self._tracker.run_id, exc)
+        self._tracker.end(status)
+
+    # -- each job (in the launching process or a worker) -----------------------------------
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        """Record the job's outcome in the sweep directory (read by the summary)."""
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.core.utils import JobStatus
+        from hydra.types import RunMode
+
+        try:
+            hydra_cfg = HydraConfig.get()
+            if hydra_cfg.mode != RunMode.MULTIRUN:
+                return
+            sweep_dir = Path(hydra_cfg.sweep.dir)
+            if parent_run_id(sweep_dir) is None:
+                return
+            failed = job_return.status == JobStatus.FAILED
+            error = getattr(job_return, "_return_value", None) if failed else None
+            record = {
+                "num": hydra_cfg.job.num,
+                "status": job_return.status.name,
+                "overrides": list(job_return.overrides or []),
+                "error": f"{type(error).__name__}: {error}" if error is not None else None,
+            }
+            jobs = sweep_dir / JOBS_DIR
+            jobs.mkdir(exist_ok=True)
+            tmp = jobs / f".{hydra_cfg.job.num}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(record), encoding="utf-8")
+            os.replace(tmp, jobs / f"{hydra_cfg.job.num}.json")
+        except Exception as exc:  # a record is a convenience; never fail a job over it
+            log.warning("could not record the job's outcome: %s", exc)
+
+    # -- internals -------------------------------------------------------------------------
+
+    @staticmethod
+    def _unfinished_parent(client: Any, experiment_id: str, sid: str) -> Any:
+        """The latest parent run of this sweep, if it did not finish."""
+        found = client.search_runs(
+            [experiment_id],
+            filter_string=(
+                f"tags.`{SWEEP_ID_TAG}` = '{sid}' and tags.`{KIND_TAG}` = '{SWEEP_KIND}'"
+            ),
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        return found[0] if found and found[0].info.status != "FINISHED" else None
+
+    @staticmethod
+    def _log_params(
+        client: Any, run_id: str, params: Mapping[str, str], existing: Mapping[str, str]
+    ) -> None:
+        from mlflow.entities import Param
+
+        # Params cannot change; on a resumed parent, keep the first attempt's values.
+        new = [Param(k, param_value(v)) for k, v in params.items() if k not in existing]
+        for i in range(0, len(new), 100):
+            client.log_batch(run_id, params=new[i : i + 100])
+
+    @staticmethod
+    def _set_tags(client: Any, run_id: str, tags: Mapping[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        for i in range(0, len(items), TAGS_PER_BATCH):
+            client.log_batch(run_id, tags=items[i : i + TAGS_PER_BATCH])
+
+    def _arm(self, tracker: Any, sweep_dir: Path, sid: str) -> None:
+        """The parent run exists: end it at exit, and let the jobs find it."""
+        self._tracker = tracker
+        self._sweep_dir = sweep_dir
+        self._armed = True
+        atexit.register(self._at_exit)
+        self._exit_on_signals()
+        (sweep_dir / SWEEP_ID_FILE).write_text(sid, encoding="utf-8")
+        (sweep_dir / PARENT_RUN_FILE).write_text(tracker.run_id, encoding="utf-8")
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM/SIGHUP (scancel, a closed terminal) exit through atexit, not past it."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def stop(signum: int, frame: Any) -> None:
+            self._exit_status = "KILLED"
+            raise SystemExit(128 + signum)
+
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+                self._signal_handlers[sig] = signal.signal(sig, stop)
+
+    def _disarm(self) -> None:
+        self._armed = False
+        atexit.unregister(self._at_exit)
+        for sig, handler in self._signal_handlers.items():
+            with contextlib.suppress(ValueError):  # not in the main thread
+                signal.signal(sig, handler)
+        self._signal_handlers.clear()
+
+    def _at_exit(self) -> None:
+        """The sweep exited without `on_multirun_end` (a job failed, or it was interrupted):
+        summarise what finished and end the parent FAILED (KILLED after SIGTERM/SIGHUP)."""
+        if not self._armed:
+            return
+        self._armed = False
+        client, run_id = self._tracker.client, self._tracker.run_id
+        try:
+            parent = client.get_run(run_id)
+            if parent.info.status != "RUNNING":
+                return
+            if self._launcher in LOCAL_LAUNCHERS:
+                self._end_orphans(client, parent.info.experiment_id, run_id)
+            self._summarise()
+        except Exception as exc:
+            log.warning("could not summarise sweep run %s: %s", run_id, exc)
+        try:
+            self._tracker.end(self._exit_status)
+        except Exception as exc:
+            log.warning("could not end sweep run %s: %s", run_id, exc)
+
+    def _end_orphans(self, client: Any, experiment_id: str, run_id: str) -> None:
+        """Child runs of this attempt that a killed local worker left RUNNING: KILLED."""
+        for child in self._children(client, experiment_id, run_id):
+            started = child.info.start_time or 0
+            if child.info.status == "RUNNING" and started >= self._started_ms:
+                client.set_terminated(child.info.run_id, status="KILLED")
+
+    def _summarise(self) -> list[SweepRow]:
+        """Log the summary table, best/* metrics and tags to the parent; return the rows."""
+        from mlflow.entities import Metric
+
+        client, run_id = self._tracker.client, self._tracker.run_id
+        assert self._sweep_dir is not None
+        parent = client.get_run(run_id)
+        rows = job_rows(self._children(client, parent.info.experiment_id, run_id))
+        merge_job_records(rows, _job_records(self._sweep_dir))
+
+        self._log_table(client, run_id, summary_table(rows))
+        stamp = _now_ms()
+        best = best_metrics(rows)
+        metrics = [Metric(f"best/{name}", v, stamp, 0) for name, (v, _) in sorted(best.items())]
+        metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
+        metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
+        for i in range(0, len(metrics), METRICS_PER_BATCH):
+            client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
+        tags = {f"best/{name}/run_id": rid for name, (_, rid) in sorted(best.items())}
+        finished = [r for r in rows if r.ok]
+        for key in FIXED_TAGS:
+            values = {r.tags.get(key) for r in finished}
+            if len(values) == 1 and None not in values:
+                tags[key] = values.pop()  # type: ignore[assignment]
+        self._set_tags(client, run_id, tags)
+        for name in SWEEP_FILES:
+            if (self._sweep_dir / name).is_file():
+                client.log_artifact(run_id, str(self._sweep_dir / name))
+        log.info(
+            "sweep %s: %d job(s) finished, %d failed",
+            run_id,
+            len(finished),
+            len(rows) - len(finished),
+        )
+        return rows
+
+    @staticmethod
+    def _children(client: Any, experiment_id: str, run_id: str) -> list[Any]:
+        runs: list[Any] = []
+        token = None
+        while True:
+            page = client.search_runs(
+                [experiment_id],
+                filter_string=f"tags.`{PARENT_TAG}` = '{run_id}'",
+                page_token=token,
+            )
+            runs.extend(page)
+            token = page.token
+            if not token:
+                return runs
+
+    @staticmethod
+    def _log_table(client: Any, run_id: str, columns: dict[str, list[Any]]) -> None:
+        """Log (or, on a resumed parent, replace) the `sweep_summary.json` table."""
+        if not any(a.path == SUMMARY_TABLE for a in client.list_artifacts(run_id)):
+            client.log_table(run_id, data=columns, artifact_file=SUMMARY_TABLE)
+            return
+        # log_table appends to an existing table; a rerun's summary replaces the old one.
+        import pandas as pd
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / SUMMARY_TABLE
+            pd.DataFrame(columns).to_json(path, orient="split", index=False, date_format="iso")
+            client.log_artifact(run_id, str(path))
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)

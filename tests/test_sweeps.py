@@ -1,0 +1,345 @@
+"""Sweeps end to end: launchers, the MLflow parent run's lifecycle, summary and Optuna search.
+
+Real `python -m heta_eval -m ...` subprocesses on the bundled sample benchmark; the MLflow
+store they write is read back with MlflowClient.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+from mlflow import MlflowClient
+
+from heta_eval.benchmarks.sample import SAMPLE_DATA
+from heta_eval.tracking.sweep import (
+    JOBS_DIR,
+    PARENT_RUN_FILE,
+    SUMMARY_TABLE,
+    SWEEP_ID_FILE,
+    MlflowSweepCallback,
+    SweepRow,
+    best_metrics,
+    job_rows,
+    lower_is_better,
+    merge_job_records,
+    sweep_id,
+)
+
+from .conftest import CliRunner
+
+# A sweep whose second job fails at run time (its documents file does not exist), after
+# config validation: Hydra runs every job, then exits 1 without calling on_multirun_end.
+FAILING_SWEEP = (
+    "benchmark=jsonl",
+    "benchmark.documents=a.jsonl,missing.jsonl",
+    f"benchmark.cases={SAMPLE_DATA / 'cases.jsonl'}",
+)
+
+
+def _client(root: Path) -> MlflowClient:
+    return MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+
+
+def _runs(root: Path) -> tuple[list[Any], list[Any]]:
+    """(parent runs, child runs) of the default experiment."""
+    client = _client(root)
+    experiment = client.get_experiment_by_name("heta_eval")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("heta_eval.kind") == "sweep"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    return parents, children
+
+
+def _summary(root: Path, run_id: str, dest: Path) -> list[dict[str, Any]]:
+    path = _client(root).download_artifacts(run_id, SUMMARY_TABLE, str(dest))
+    table = json.loads(Path(path).read_text())
+    return [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+
+
+def _with_documents(tmp_path: Path) -> None:
+    shutil.copy(SAMPLE_DATA / "documents.jsonl", tmp_path / "a.jsonl")
+
+
+@pytest.mark.slow
+def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    root = tmp_path / "outputs"
+    assert not root.exists()
+    proc = run_cli(
+        "-m",
+        "hydra/launcher=local_parallel",
+        "hydra.launcher.n_jobs=2",
+        "recipe.chunk_size=16,32,64,128",
+    )
+    assert proc.returncode == 0, proc.stderr
+    parents, children = _runs(root)
+    assert len(parents) == 1 and len(children) == 4
+    (parent,) = parents
+    assert parent.info.status == "FINISHED"
+    assert all(r.info.status == "FINISHED" for r in children)
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
+    assert sorted(int(r.data.params["recipe.chunk_size"]) for r in children) == [16, 32, 64, 128]
+    assert all("bm25.evidence_recall_at_1" in r.data.metrics for r in children)
+
+    tags, params, metrics = parent.data.tags, parent.data.params, parent.data.metrics
+    sid = tags["heta_eval.sweep_id"]
+    assert len(sid) == 16 and int(sid, 16) >= 0
+    assert tags["benchmark.name"] == "sample" and tags["recipe.name"] == "bm25"
+    assert params["recipe.chunk_size"] == "16,32,64,128"
+    assert params["sweep.launcher"] == "local_parallel" and params["sweep.sweeper"] == "basic"
+    sweep_dir = Path(tags["heta_eval.sweep_dir"])
+    assert (sweep_dir / SWEEP_ID_FILE).read_text() == sid
+    assert (sweep_dir / PARENT_RUN_FILE).read_text() == parent.info.run_id
+
+    # best/<metric>: the highest score, the lowest duration, and the run that reached it.
+    by_id = {r.info.run_id: r for r in children}
+    recall = "bm25.evidence_recall_at_1"
+    assert metrics[f"best/{recall}"] == max(r.data.metrics[recall] for r in children)
+    winner = by_id[tags[f"best/{recall}/run_id"]]
+    assert winner.data.metrics[recall] == metrics[f"best/{recall}"]
+    latency = "bm25.latency_p50_seconds"
+    assert metrics[f"best/{latency}"] == min(r.data.metrics[latency] for r in children)
+    assert metrics["sweep.jobs_finished"] == 4 and metrics["sweep.jobs_failed"] == 0
+
+    rows = _summary(root, parent.info.run_id, tmp_path / "dl")
+    assert sorted(row["run_id"] for row in rows) == sorted(by_id)
+    for row in rows:
+        child = by_id[row["run_id"]]
+        assert row["status"] == "FINISHED" and row["run_name"] == child.info.run_name
+        assert row["overrides"] == child.data.tags["heta_eval.overrides"]
+        assert row[recall] == pytest.approx(child.data.metrics[recall])
+        assert set(child.data.metrics) <= set(row)
+
+
+def test_a_failing_job_ends_the_parent_failed_with_a_summary_of_what_finished(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    _with_documents(tmp_path)
+    root = tmp_path / "outputs"
+    # The failing job first: Hydra's basic launcher still runs the next one.
+    proc = run_cli(
+        "-m",
+        "benchmark=jsonl",
+        "benchmark.documents=missing.jsonl,a.jsonl",
+        f"benchmark.cases={SAMPLE_DATA / 'cases.jsonl'}",
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "file not found: missing.jsonl" in proc.stderr
+    parents, children = _runs(root)
+    (parent,) = parents
+    (child,) = children  # the failing job stopped before its run started
+    assert child.info.status == "FINISHED" and child.data.params["benchmark.documents"] == "a.jsonl"
+    assert parent.info.status == "FAILED"
+    assert parent.data.metrics["sweep.jobs_finished"] == 1
+    assert parent.data.metrics["sweep.jobs_failed"] == 1
+    recall = "bm25.evidence_recall_at_1"
+    assert parent.data.metrics[f"best/{recall}"] == child.data.metrics[recall]
+    assert parent.data.tags[f"best/{recall}/run_id"] == child.info.run_id
+
+    rows = {row["status"]: row for row in _summary(root, parent.info.run_id, tmp_path / "dl")}
+    assert set(rows) == {"FINISHED", "FAILED"}
+    assert rows["FINISHED"]["run_id"] == child.info.run_id
+    assert (
+        rows["FAILED"]["run_id"] == ""
+        and "benchmark.documents=missing.jsonl" in (rows["FAILED"]["overrides"])
+    )
+    assert "BenchmarkDataError" in rows["FAILED"]["error"]
+
+
+@pytest.mark.slow
+def test_rerunning_a_failed_sweep_resumes_its_parent(run_cli: CliRunner, tmp_path: Path) -> None:
+    _with_documents(tmp_path)
+    root = tmp_path / "outputs"
+    args = ("-m", "hydra/launcher=local_parallel", *FAILING_SWEEP)
+    first = run_cli(*args)
+    assert first.returncode == 1, first.stderr
+    (parent,), _ = _runs(root)
+    assert parent.info.status == "FAILED"
+    sid = parent.data.tags["heta_eval.sweep_id"]
+    first_dir = Path(parent.data.tags["heta_eval.sweep_dir"])
+
+    shutil.copy(tmp_path / "a.jsonl", tmp_path / "missing.jsonl")  # fix the input
+    second = run_cli(*args)
+    assert second.returncode == 0, second.stderr
+    parents, children = _runs(root)
+    assert len(parents) == 1
+    (resumed,) = parents
+    assert resumed.info.run_id == parent.info.run_id
+    assert resumed.data.tags["heta_eval.sweep_id"] == sid
+    assert resumed.data.tags["heta_eval.sweep_attempts"] == "2"
+    assert resumed.info.status == "FINISHED"
+    second_dir = Path(resumed.data.tags["heta_eval.sweep_dir"])
+    assert second_dir != first_dir
+    assert (second_dir / PARENT_RUN_FILE).read_text() == parent.info.run_id
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
+    finished = {
+        r.data.params["benchmark.documents"] for r in children if r.info.status == "FINISHED"
+    }
+    assert finished == {"a.jsonl", "missing.jsonl"}
+
+    rows = _summary(root, parent.info.run_id, tmp_path / "dl")  # replaced, not appended
+    assert len(rows) == 2 and all(row["status"] == "FINISHED" for row in rows)
+    assert resumed.data.metrics["sweep.jobs_failed"] == 0
+
+
+@pytest.mark.slow
+def test_a_terminated_sweep_ends_its_runs_killed(tmp_path: Path) -> None:
+    # SIGTERM (scancel, kill) would end Python without atexit; the callback turns it into an
+    # exit that summarises and ends the parent, and ends the runs of killed local workers.
+    root = tmp_path / "outputs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+    command = [sys.executable, "-m", "heta_eval", "-m", f"paths.root={root}"]
+    command += ["hydra/launcher=local_parallel", "recipe.chunk_size=range(8,800,8)"]
+    with subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        deadline = time.monotonic() + 120
+        while not list(root.glob(f"multiruns/*/*/{JOBS_DIR}/*.json")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no job finished"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    (parent,), children = _runs(root)
+    assert parent.info.status == "KILLED"
+    assert children and all(r.info.status in {"FINISHED", "KILLED"} for r in children)
+    assert 0 < parent.data.metrics["sweep.jobs_finished"] < 99
+    assert SUMMARY_TABLE in {a.path for a in _client(root).list_artifacts(parent.info.run_id)}
+
+
+@pytest.mark.slow
+def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_path: Path) -> None:
+    # submitit_local is SLURM's code path (pickled job, job folder, results) without a cluster.
+    proc = run_cli("-m", "hydra/launcher=submitit_local", "recipe.chunk_size=16,32", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (parent,), children = _runs(tmp_path / "outputs")
+    assert parent.info.status == "FINISHED" and parent.data.params["sweep.launcher"] == (
+        "submitit_local"
+    )
+    assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
+    assert (Path(parent.data.tags["heta_eval.sweep_dir"]) / ".submitit").is_dir()
+
+
+def test_optuna_search_over_bm25_parameters(run_cli: CliRunner, tmp_path: Path) -> None:
+    proc = run_cli("-m", "hparams_search=bm25_optuna", "hydra.sweeper.n_trials=3")
+    assert proc.returncode == 0, proc.stderr
+    root = tmp_path / "outputs"
+    (parent,), children = _runs(root)
+    assert parent.info.status == "FINISHED" and parent.data.params["sweep.sweeper"] == "optuna"
+    assert parent.data.params["recipe.indexes.bm25.k1"] == "interval(0.5, 2.0)"
+    assert len(children) == 3 and all(r.info.status == "FINISHED" for r in children)
+    for child in children:
+        assert 0.5 <= float(child.data.params["recipe.indexes.bm25.k1"]) <= 2.0
+        assert 0.3 <= float(child.data.params["recipe.indexes.bm25.b"]) <= 1.0
+        assert child.data.params["recipe.chunk_size"] in {"null", "64", "128"}
+
+    sweep_dir = Path(parent.data.tags["heta_eval.sweep_dir"])
+    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
+    assert set(results["best_params"]) == {
+        "recipe.indexes.bm25.k1",
+        "recipe.indexes.bm25.b",
+        "recipe.chunk_size",
+    }
+    recall = "bm25.evidence_recall_at_1"
+    best = max(r.data.metrics[recall] for r in children)
+    assert results["best_value"] == pytest.approx(best)
+    assert parent.data.metrics[f"best/{recall}"] == pytest.approx(best)
+    k1 = "recipe.indexes.bm25.k1"
+    winners = [r for r in children if r.data.metrics[recall] == best]
+    assert any(
+        float(r.data.params[k1]) == pytest.approx(results["best_params"][k1]) for r in winners
+    )
+    artifacts = {a.path for a in _client(root).list_artifacts(parent.info.run_id)}
+    assert {"optimization_results.yaml", SUMMARY_TABLE} <= artifacts
+
+
+# -- the pieces, without a sweep -----------------------------------------------------------
+
+
+def test_sweep_id_is_stable_and_order_free() -> None:
+    a = sweep_id(["recipe.chunk_size=16,32", "runner.top_k=5"], "config")
+    assert a == sweep_id(["runner.top_k=5", "recipe.chunk_size=16,32"], "config")
+    assert len(a) == 16 and a != sweep_id(["recipe.chunk_size=16,32"], "config")
+    assert a != sweep_id(["recipe.chunk_size=16,32", "runner.top_k=5"], "other")
+
+
+def test_best_is_max_except_durations_and_latencies() -> None:
+    for name in ("kb.build_seconds", "kb.build_seconds_total", "bm25.latency_p95_seconds"):
+        assert lower_is_better(name)
+    assert lower_is_better("cases.failed") and lower_is_better("bm25.ndcg_at_10.failed")
+    assert not lower_is_better("bm25.ndcg_at_10") and not lower_is_better("kb.chunks")
+    rows = [
+        SweepRow("r1", "a", "FINISHED", "x=1", metrics={"m": 0.5, "kb.build_seconds": 2.0}),
+        SweepRow("r2", "b", "FINISHED", "x=2", metrics={"m": 0.7, "kb.build_seconds": 3.0}),
+        SweepRow("r3", "c", "FAILED", "x=3", metrics={"m": 0.9, "kb.build_seconds": 1.0}),
+    ]
+    assert best_metrics(rows) == {"m": (0.7, "r2"), "kb.build_seconds": (2.0, "r1")}
+
+
+def _run(run_id: str, status: str, overrides: str, start: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        info=SimpleNamespace(run_id=run_id, run_name=run_id, status=status, start_time=start),
+        data=SimpleNamespace(metrics={"m": 1.0}, tags={"heta_eval.overrides": overrides}),
+    )
+
+
+def test_a_rerun_job_counts_once_by_its_latest_finished_run() -> None:
+    rows = job_rows(
+        [
+            _run("old-fail", "FAILED", "x=1", 1),
+            _run("ok", "FINISHED", "x=2", 2),
+            _run("new-ok", "FINISHED", "x=1", 3),
+            _run("still-failing", "FAILED", "x=3", 4),
+            _run("fails-again", "FAILED", "x=3", 5),
+        ]
+    )
+    assert [(r.run_id, r.status, r.attempts) for r in rows] == [
+        ("ok", "FINISHED", 1),
+        ("new-ok", "FINISHED", 2),
+        ("fails-again", "FAILED", 2),
+    ]
+
+
+def test_failed_jobs_without_a_run_get_a_row() -> None:
+    rows = [SweepRow("r1", "a", "FINISHED", "x=1"), SweepRow("r2", "b", "FAILED", "x=2")]
+    merge_job_records(
+        rows,
+        [
+            {"num": 0, "status": "COMPLETED", "overrides": ["x=1"], "error": None},
+            {"num": 1, "status": "FAILED", "overrides": ["x=2"], "error": "E: two"},
+            {"num": 2, "status": "FAILED", "overrides": ["x=3"], "error": "E: three"},
+        ],
+    )
+    assert [(r.run_id, r.status, r.error) for r in rows] == [
+        ("r1", "FINISHED", None),
+        ("r2", "FAILED", "E: two"),
+        ("", "FAILED", "E: three"),
+    ]
+
+
+def test_the_callback_ships_to_workers_without_its_client() -> None:
+    callback = MlflowSweepCallback()
+    callback._tracker = SimpleNamespace(client=lambda: None)  # not picklable
+    callback._armed = True
+    copy = pickle.loads(pickle.dumps(callback))
+    assert copy._tracker is None and copy._armed is False
