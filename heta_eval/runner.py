@@ -246,7 +246,7 @@ class BenchmarkRunner:
         # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
         loop = asyncio.get_running_loop()
         with ProcessPoolExecutor(
-            max_workers=self.settings.workers, mp_context=get_context("spawn")
+            max_workers=self.settings.workers, mp_context=get_context("forkserver")
         ) as pool:
             futures = [
                 loop.run_in_executor(
