@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from heta_eval.components import ComponentError, instantiate
 from heta_eval.journal import CaseJournal
-from heta_eval.kb import KnowledgeRecipe
 from heta_eval.kb.build_cache import BuildCache
+from heta_eval.kb.protocols import RecipeLike
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.runner_settings import RunnerSettings
@@ -53,7 +53,7 @@ class RunComponents:
     """The validated pieces of one run."""
 
     benchmark: BenchmarkProtocol
-    recipe: KnowledgeRecipe
+    recipe: RecipeLike
     evaluators: tuple[BenchmarkEvaluatorProtocol, ...]
     settings: RunnerSettings
     tracker: Any
@@ -175,8 +175,11 @@ def assemble(cfg: DictConfig) -> RunComponents:
         raise ConfigError("recipe: expected a mapping with a _target_")
     # The recipe keeps its components as specs; the knowledge base creates them when it builds.
     recipe = create_component("recipe", recipe_spec, recursive=False)
-    if not isinstance(recipe, KnowledgeRecipe):
-        raise ConfigError(f"recipe: _target_ must create a KnowledgeRecipe, got {type(recipe)}")
+    if not isinstance(recipe, RecipeLike):
+        raise ConfigError(
+            f"recipe: _target_ must create a KnowledgeRecipe (or another RecipeLike), "
+            f"got {type(recipe).__name__}"
+        )
     evaluators = _evaluators(resolved["evaluator"], benchmark)
     tracker = create_component("tracking", resolved["tracking"])
     try:

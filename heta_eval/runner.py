@@ -19,8 +19,9 @@ from pydantic import ValidationError
 
 from heta_eval.evaluators.summary import summarize, summarize_slices
 from heta_eval.journal import CaseJournal, CaseKey, case_key
-from heta_eval.kb import KnowledgeRecipe, LocalObjectStore, ObjectStore, RawSource
+from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache
+from heta_eval.kb.protocols import RecipeLike
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -79,7 +80,7 @@ def select_cases(
 
 
 def check_run_arguments(
-    recipe: KnowledgeRecipe,
+    recipe: RecipeLike,
     evaluators: Sequence[BenchmarkEvaluatorProtocol],
     settings: RunnerSettings,
 ) -> tuple[str, ...]:
@@ -115,7 +116,7 @@ class BenchmarkRunner:
         self,
         *,
         benchmark: BenchmarkProtocol,
-        recipe: KnowledgeRecipe,
+        recipe: RecipeLike,
         evaluators: Sequence[BenchmarkEvaluatorProtocol],
         settings: RunnerSettings,
         store: ObjectStore | None = None,

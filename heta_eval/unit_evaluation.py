@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from heta_eval.journal import CaseKey
-from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, ObjectStore, RawSource
+from heta_eval.kb import ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache, CacheStats
+from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.protocol import BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -75,7 +76,7 @@ def retrieved_items(response: QueryResponse) -> tuple[RetrievedItem, ...]:
 class UnitEvaluator:
     """Everything needed to evaluate units, in a form that can be sent to a worker process."""
 
-    recipe: KnowledgeRecipe
+    recipe: RecipeLike
     evaluators: tuple[BenchmarkEvaluatorProtocol, ...]
     query_modes: tuple[str, ...]
     top_k: int
@@ -89,7 +90,7 @@ class UnitEvaluator:
         return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
 
     async def evaluate_case(
-        self, kb: KnowledgeBase, unit_id: str, case: BenchmarkCase, mode: str
+        self, kb: KnowledgeBaseLike, unit_id: str, case: BenchmarkCase, mode: str
     ) -> EvaluationCaseResult:
         """Query one case and score it; failures become the case's EvaluationError."""
         common = {

@@ -25,6 +25,7 @@ from typing import Literal
 
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
+from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
 
@@ -155,12 +156,18 @@ class BuildCache:
     async def get_or_create(
         self,
         *,
-        recipe: KnowledgeRecipe,
+        recipe: RecipeLike,
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
-    ) -> KnowledgeBase:
-        """A cached knowledge base for this recipe and these sources, or a fresh build."""
+    ) -> KnowledgeBaseLike:
+        """A cached knowledge base for this recipe and these sources, or a fresh build.
+
+        Recipes of other engines (any RecipeLike) are built each time, never cached.
+        """
+        if not isinstance(recipe, KnowledgeRecipe):
+            self.stats.uncacheable += 1
+            return await recipe.create_knowledge_base(name=name, store=store, sources=sources)
         key = build_key(recipe, sources) if self.mode != "off" else None
         if key is not None and self.mode in ("read", "readwrite"):
             cached = self._load(key, recipe, name)

@@ -96,6 +96,12 @@ class KnowledgeRecipe(Record):
         """One index builder per query mode."""
         return {mode: instantiate(spec) for mode, spec in self.indexes.items()}
 
+    async def create_knowledge_base(self, *, name: str, store: Any, sources: Any) -> Any:
+        """Build a KnowledgeBase from `sources` in `store` (the RecipeLike protocol)."""
+        from heta_eval.kb.knowledge_base import KnowledgeBase
+
+        return await KnowledgeBase.create(recipe=self, name=name, store=store, sources=sources)
+
     def build_settings(self) -> JsonDict:
         """What determines the built knowledge base (for cache keys): parser, chunker,
         indexes and chunk sizes — not the name, description or the query modes offered."""
