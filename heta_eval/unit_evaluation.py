@@ -186,7 +186,12 @@ class UnitEvaluator:
                 on_result(result)
             return result
 
-        results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
+        try:
+            results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
+        finally:
+            closer = getattr(kb, "aclose", None)
+            if closer is not None:
+                await closer()
         return UnitOutcome(unit_id, manifest, list(results), self._delta(before))
 
     def _delta(self, before: CacheStats) -> CacheStats:

@@ -6,11 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,137 +38,17 @@ from heta_eval.records import (
 )
 
 from .conftest import REPO
+from .openai_server import ChatServer, Reply, completion, serve_chat
 
 KEY_ENV = "HETA_JUDGE_TEST_KEY"
 SECRET = "sk-test-SECRET-9f3c1e77"
 TEMPLATE = "Question: {question}\nExpected: {expected}\nAnswer: {answer}"
 
 
-# -- a scripted OpenAI-compatible server ------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    """One scripted reply: status, body (str, bytes or JSON data), headers, delay."""
-
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass
-class Recorded:
-    """One request the server received."""
-
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-def completion(content: str) -> dict[str, Any]:
-    """A chat completion in the OpenAI response shape."""
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "model": "judge-test",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-    }
-
-
-def grade(prompt: str) -> str:
-    """Default behaviour: CORRECT when an expected alternative occurs in the answer line."""
-    lines = dict(line.split(": ", 1) for line in prompt.splitlines() if ": " in line)
-    expected = lines.get("Expected", "").split(" | ")
-    answer = lines.get("Answer", "")
-    return "CORRECT" if any(e and e in answer for e in expected) else "INCORRECT"
-
-
-@dataclass
-class ChatServer:
-    """State shared with the handler threads; tests script `replies` and read `requests`."""
-
-    base_url: str = ""
-    replies: list[Reply] = field(default_factory=list)
-    requests: list[Recorded] = field(default_factory=list)
-    decide: Callable[[str], str] = grade
-    stop: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def count(self) -> int:
-        with self.lock:
-            return len(self.requests)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Keep test output quiet."""
-
-    def do_POST(self) -> None:
-        state = self.server.state
-        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        with state.lock:
-            state.requests.append(
-                Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-            )
-            reply = state.replies.pop(0) if state.replies else None
-        if reply is None:
-            prompt = body["messages"][-1]["content"] if body else ""
-            reply = Reply(body=completion(state.decide(prompt)))
-        if reply.delay and state.stop.wait(reply.delay):
-            return
-        if self.path != "/v1/chat/completions":
-            reply = Reply(404, {"error": {"message": "not found"}})
-        payload = reply.body
-        if isinstance(payload, str):
-            payload = payload.encode()
-        elif not isinstance(payload, bytes):
-            payload = json.dumps(payload).encode()
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # server_close() joins the handler threads
-    state: ChatServer
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that gave up (timeout) is expected; stay quiet."""
-
-
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    host, port = httpd.server_address[:2]
-    state = ChatServer(base_url=f"http://{host}:{port}/v1")
-    httpd.state = state
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
+    with serve_chat() as state:
         yield state
-    finally:
-        state.stop.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,11 @@
 """The embedded knowledge-base engine: object store, parsers, chunkers, indexes, recipes."""
 
+from heta_eval.kb.answering import ExtractiveAnswerer, LLMAnswerer
 from heta_eval.kb.bm25 import BM25Index
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.chunking import FixedSizeChunker
 from heta_eval.kb.documents import Chunk, ParsedSource, RawSource, Segment
+from heta_eval.kb.fusion import ReciprocalRankFusion, WeightedScoreFusion
 from heta_eval.kb.knowledge_base import KnowledgeBase, UnknownQueryModeError
 from heta_eval.kb.parsing import (
     SEGMENTS_MEDIA_TYPE,
@@ -21,10 +23,12 @@ __all__ = [
     "BM25Index",
     "BuildCache",
     "Chunk",
+    "ExtractiveAnswerer",
     "FixedSizeChunker",
     "InvalidKeyError",
     "KnowledgeBase",
     "KnowledgeRecipe",
+    "LLMAnswerer",
     "LocalObjectStore",
     "MediaTypeParser",
     "ObjectStore",
@@ -33,7 +37,9 @@ __all__ = [
     "PdfParser",
     "PlainTextParser",
     "RawSource",
+    "ReciprocalRankFusion",
     "Segment",
     "SegmentsJsonParser",
     "UnknownQueryModeError",
+    "WeightedScoreFusion",
 ]

@@ -47,6 +47,8 @@ class KnowledgeBase:
         self._chunks = tuple(chunks)
         self._indexes = dict(indexes)
         self._manifest = manifest
+        self._fusions = recipe.create_fusions()
+        self._answerer = recipe.create_answerer()
 
     @classmethod
     async def create(
@@ -176,14 +178,21 @@ class KnowledgeBase:
         """The query modes this knowledge base answers."""
         return self.recipe.query_modes
 
-    def _index(self, mode: str) -> SearchIndex:
-        try:
-            return self._indexes[mode]
-        except KeyError:
-            raise UnknownQueryModeError(
-                f"query mode {mode!r} is not offered by recipe {self.recipe.name!r}; "
-                f"available: {list(self.recipe.query_modes)}"
-            ) from None
+    def _search(self, texts: list[str], mode: str, top_k: int) -> list[Hits]:
+        if mode in self._indexes:
+            return self._indexes[mode].search(texts, top_k)
+        if mode in self._fusions:
+            fusion = self._fusions[mode]
+            depth = max(top_k, getattr(fusion, "depth", top_k))
+            rankings = {m: self._indexes[m].search(texts, depth) for m in fusion.modes}
+            return [
+                fusion.fuse({m: rankings[m][i] for m in fusion.modes}, top_k)
+                for i in range(len(texts))
+            ]
+        raise UnknownQueryModeError(
+            f"query mode {mode!r} is not offered by recipe {self.recipe.name!r}; "
+            f"available: {list(self.recipe.query_modes)}"
+        )
 
     def _response(self, text: str, mode: str, hits: Hits, seconds: float) -> QueryResponse:
         results = []
@@ -230,11 +239,23 @@ class KnowledgeBase:
         """Rank for several queries at once (one vectorised call into the index)."""
         if top_k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
-        index = self._index(mode)
         started = time.perf_counter()
-        hits = index.search(list(texts), top_k)
+        hits = self._search(list(texts), mode, top_k)
         seconds = (time.perf_counter() - started) / max(len(texts), 1)
-        return [self._response(t, mode, h, seconds) for t, h in zip(texts, hits, strict=True)]
+        responses = [self._response(t, mode, h, seconds) for t, h in zip(texts, hits, strict=True)]
+        if self._answerer is None:
+            return responses
+        answered = []
+        for response in responses:
+            answer, citations = await self._answerer.answer(response.query, response.results)
+            answered.append(response.model_copy(update={"answer": answer, "citations": citations}))
+        return answered
+
+    async def aclose(self) -> None:
+        """Release connections held by the answerer (an LLM endpoint)."""
+        closer = getattr(self._answerer, "aclose", None)
+        if closer is not None:
+            await closer()
 
 
 _LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})

@@ -38,6 +38,8 @@ class KnowledgeRecipe(Record):
     parser: JsonDict
     chunker: JsonDict
     indexes: dict[str, JsonDict]
+    fusions: dict[str, JsonDict] = Field(default_factory=dict)
+    answerer: JsonDict | None = None
     query_modes: tuple[str, ...] = ()
     metadata: JsonDict = Field(default_factory=dict)
 
@@ -68,6 +70,24 @@ class KnowledgeRecipe(Record):
             resolve_target(spec["_target_"])
         return value
 
+    @field_validator("fusions")
+    @classmethod
+    def _fusions(cls, value: dict[str, JsonDict]) -> dict[str, JsonDict]:
+        for mode, spec in value.items():
+            if "_target_" not in spec:
+                raise ValueError(f"fusion {mode!r} needs a _target_")
+            resolve_target(spec["_target_"])
+        return value
+
+    @field_validator("answerer")
+    @classmethod
+    def _answerer(cls, value: JsonDict | None) -> JsonDict | None:
+        if value is not None:
+            if "_target_" not in value:
+                raise ValueError("answerer needs a _target_")
+            resolve_target(value["_target_"])
+        return value
+
     @model_validator(mode="after")
     def _modes(self) -> KnowledgeRecipe:
         if self.chunk_size is not None and self.chunk_overlap >= self.chunk_size:
@@ -75,12 +95,23 @@ class KnowledgeRecipe(Record):
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
                 f"chunk_size ({self.chunk_size})"
             )
+        clash = sorted(set(self.fusions) & set(self.indexes))
+        if clash:
+            raise ValueError(f"fusions and indexes share the names {clash}")
+        for mode, spec in self.fusions.items():
+            parts = [m for m in spec.get("modes", []) if m not in self.indexes]
+            if parts:
+                raise ValueError(
+                    f"fusion {mode!r} names modes without an index: {parts}; "
+                    f"available: {sorted(self.indexes)}"
+                )
+        offered = [*self.indexes, *self.fusions]
         if not self.query_modes:
-            object.__setattr__(self, "query_modes", tuple(self.indexes))
-        unknown = [m for m in self.query_modes if m not in self.indexes]
+            object.__setattr__(self, "query_modes", tuple(offered))
+        unknown = [m for m in self.query_modes if m not in offered]
         if unknown:
             raise ValueError(
-                f"query_modes {unknown} have no index; available: {sorted(self.indexes)}"
+                f"query_modes {unknown} have no index or fusion; available: {sorted(offered)}"
             )
         return self
 
@@ -91,6 +122,14 @@ class KnowledgeRecipe(Record):
     def create_chunker(self) -> Any:
         """The chunker this recipe names."""
         return instantiate(self.chunker)
+
+    def create_fusions(self) -> dict[str, Any]:
+        """One fusion per hybrid query mode."""
+        return {mode: instantiate(spec) for mode, spec in self.fusions.items()}
+
+    def create_answerer(self) -> Any:
+        """The answer generator, or None when the recipe only retrieves."""
+        return instantiate(self.answerer) if self.answerer is not None else None
 
     def create_index_builders(self) -> dict[str, Any]:
         """One index builder per query mode."""

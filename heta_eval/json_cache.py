@@ -1,0 +1,88 @@
+"""A small on-disk cache of JSON entries keyed by the sha256 of what produced them."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def material_key(material: Any) -> str:
+    """sha256 of a canonical JSON form of `material` (prompt, model, inputs, ...)."""
+    canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class JsonFileCache:
+    """One JSON file per key under a directory; atomic writes; corrupt files are ignored.
+
+    `directory` None means `{heta_eval cache}/{subdir}` ($HETA_EVAL_CACHE or
+    ~/.cache/heta_eval), resolved on first use so that constructing it does no I/O. A cache
+    that cannot be read or written logs a warning and behaves as empty.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None, subdir: str) -> None:
+        self._setting = directory
+        self._subdir = subdir
+        self._path: Path | None = None
+
+    @property
+    def directory(self) -> Path:
+        """Where the entries are (created on first use)."""
+        if self._path is None:
+            if self._setting is not None and str(self._setting):
+                path = Path(self._setting).expanduser().resolve()
+            else:
+                from heta_eval.benchmarks.download import cache_dir
+
+                path = cache_dir() / self._subdir
+            path.mkdir(parents=True, exist_ok=True)
+            self._path = path
+        return self._path
+
+    def _file(self, key: str) -> Path | None:
+        try:
+            return self.directory / f"{key}.json"
+        except OSError as exc:
+            log.warning("cache %s unavailable (%s); not caching", self._subdir, exc)
+            return None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The entry stored under `key`, or None (missing or unreadable)."""
+        path = self._file(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(entry, dict):
+                raise ValueError("not a JSON object")
+            return entry
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring corrupt cache file %s (%s)", path, exc)
+            return None
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        """Store `entry` under `key` (temporary file + rename)."""
+        path = self._file(key)
+        if path is None:
+            return
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle)
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as exc:
+            log.warning("could not write cache file %s (%s)", path, exc)
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)

@@ -1,0 +1,214 @@
+"""Answer generation over retrieved results: an extractive baseline and an LLM generator."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from heta_eval.json_cache import JsonFileCache, material_key
+from heta_eval.records import QueryResult
+
+_WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n\s*\n")
+_CITATION = re.compile(r"\[(\d+)\]")
+_STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+    }
+)
+
+DEFAULT_ANSWER_PROMPT = (
+    "Answer the question using only the numbered passages. Be brief: give the answer itself "
+    "(a name, number or short phrase) and cite the passages you used as [1], [2].\n"
+    "If the passages do not contain the answer, say: Insufficient information.\n\n"
+    "Passages:\n{context}\n\nQuestion: {question}\nAnswer:"
+)
+
+
+class Answerer(Protocol):
+    """Turns a question and its retrieved results into an answer and the ids it cites."""
+
+    async def answer(
+        self, question: str, results: Sequence[QueryResult]
+    ) -> tuple[str | None, tuple[str, ...]]: ...
+
+
+def count_tokens(text: str) -> int:
+    """Approximate token count (words and punctuation), for context budgets."""
+    return len(_TOKEN.findall(text))
+
+
+class ExtractiveAnswerer:
+    """The baseline without a model: the sentence of the top results that shares the most
+    content words with the question (earlier results win ties), citing its result."""
+
+    def __init__(self, top_results: int = 3, max_words: int = 60) -> None:
+        if top_results <= 0 or max_words <= 0:
+            raise ValueError("top_results and max_words must be positive")
+        self.top_results = top_results
+        self.max_words = max_words
+
+    async def answer(
+        self, question: str, results: Sequence[QueryResult]
+    ) -> tuple[str | None, tuple[str, ...]]:
+        wanted = {w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS}
+        best: tuple[int, int, str, str] | None = None
+        for rank, result in enumerate(results[: self.top_results]):
+            for sentence in _SENTENCE.split(result.text):
+                sentence = " ".join(sentence.split())
+                if not sentence:
+                    continue
+                overlap = len(wanted & set(_WORD.findall(sentence.lower())))
+                key = (overlap, -rank)
+                if best is None or key > best[:2]:
+                    best = (overlap, -rank, sentence, result.id)
+        if best is None:
+            return None, ()
+        words = best[2].split()
+        return " ".join(words[: self.max_words]), (best[3],)
+
+
+class LLMAnswerer:
+    """Answers with any OpenAI-compatible chat endpoint over the top results.
+
+    The prompt (with `{question}` and `{context}`) is part of the recipe; passages are
+    numbered and added until `context_tokens` (approximate tokens) are used; `[n]` markers
+    in the answer become citations of those results' ids. Answers are cached on disk by
+    (endpoint, model, prompts, sampling); the key is read from `api_key_env` at call time
+    and never logged or stored. Endpoint failures are retried by the client, then raised
+    (the runner records them on the case).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        prompt: str = DEFAULT_ANSWER_PROMPT,
+        system_prompt: str | None = None,
+        context_tokens: int = 2000,
+        top_results: int = 10,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 256,
+        cache_dir: str | Path | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff_seconds: float = 1.0,
+        max_concurrency: int = 8,
+    ) -> None:
+        from heta_eval.evaluators.openai_client import OpenAICompatibleClient
+
+        missing = [f for f in ("{question}", "{context}") if f not in prompt]
+        if missing:
+            raise ValueError(f"the answer prompt must contain {missing}")
+        self.client = OpenAICompatibleClient(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_seconds=backoff_seconds,
+            max_concurrency=max_concurrency,
+        )
+        self.prompt = prompt
+        self.system_prompt = system_prompt
+        self.context_tokens = context_tokens
+        self.top_results = top_results
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.cache = JsonFileCache(cache_dir, "answers")
+
+    def __repr__(self) -> str:
+        return f"LLMAnswerer({self.client!r})"
+
+    def context(self, results: Sequence[QueryResult]) -> tuple[str, list[str]]:
+        """Numbered passages within the token budget, and the result id of each number."""
+        passages: list[str] = []
+        ids: list[str] = []
+        used = 0
+        for result in results[: self.top_results]:
+            text = " ".join(result.text.split())
+            cost = count_tokens(text)
+            if passages and used + cost > self.context_tokens:
+                break
+            passages.append(f"[{len(passages) + 1}] {text}")
+            ids.append(result.id)
+            used += cost
+        return "\n\n".join(passages), ids
+
+    async def answer(
+        self, question: str, results: Sequence[QueryResult]
+    ) -> tuple[str | None, tuple[str, ...]]:
+        context, ids = self.context(results)
+        prompt = self.prompt.replace("{context}", context).replace("{question}", question)
+        messages = (
+            [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        ) + [{"role": "user", "content": prompt}]
+        key = material_key(
+            {
+                "base_url": self.client.base_url,
+                "model": self.client.model,
+                "messages": messages,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+            }
+        )
+        cached = self.cache.get(key)
+        if cached is not None and isinstance(cached.get("answer"), str):
+            text = cached["answer"]
+        else:
+            text = (
+                await self.client.chat(
+                    messages, temperature=self.temperature, max_tokens=self.max_tokens
+                )
+            ).strip()
+            self.cache.put(key, {"answer": text, "model": self.client.model})
+        cited = []
+        for number in _CITATION.findall(text):
+            index = int(number) - 1
+            if 0 <= index < len(ids) and ids[index] not in cited:
+                cited.append(ids[index])
+        return text, tuple(cited)
+
+    async def aclose(self) -> None:
+        """Release the endpoint's connections."""
+        await self.client.aclose()
