@@ -12,14 +12,9 @@ re-asks nothing it already knows. Undetermined outcomes are not cached.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
-import os
 import re
 import string
-import tempfile
 from pathlib import Path
 
 from heta_eval.evaluators.openai_client import (
@@ -27,6 +22,7 @@ from heta_eval.evaluators.openai_client import (
     MissingAPIKeyError,
     OpenAICompatibleClient,
 )
+from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 log = logging.getLogger(__name__)
@@ -192,8 +188,7 @@ class LLMJudge:
         self.context_results = context_results
         self.context_chars = context_chars
         self._fields = frozenset(template_fields(prompt))
-        self._cache_setting = cache_dir
-        self._cache_path: Path | None = None
+        self._cache = JsonFileCache(cache_dir, "judge")
         self._key_warned = False
         self.client = OpenAICompatibleClient(
             base_url=base_url,
@@ -252,62 +247,24 @@ class LLMJudge:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
-        canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return material_key(material)
 
     # -- cache -----------------------------------------------------------------------------
 
     @property
     def cache_dir(self) -> Path:
         """Where verdicts are cached (created on first use)."""
-        if self._cache_path is None:
-            if self._cache_setting is not None and str(self._cache_setting):
-                path = Path(self._cache_setting).expanduser().resolve()
-            else:
-                from heta_eval.benchmarks.download import cache_dir
+        return self._cache.directory
 
-                path = cache_dir() / "judge"
-            path.mkdir(parents=True, exist_ok=True)
-            self._cache_path = path
-        return self._cache_path
-
-    def _cache_file(self, key: str) -> Path | None:
-        try:
-            return self.cache_dir / f"{key}.json"
-        except OSError as exc:
-            log.warning("%s: verdict cache unavailable (%s); not caching", self._name, exc)
+    def _read_cache(self, key: str) -> tuple[str, str] | None:
+        entry = self._cache.get(key)
+        if entry is None:
             return None
-
-    def _read_cache(self, path: Path | None) -> tuple[str, str] | None:
-        if path is None or not path.is_file():
+        verdict = entry.get("verdict")
+        if verdict not in _VALUES:
+            log.warning("%s: ignoring a cached entry with verdict %r", self._name, verdict)
             return None
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            verdict = entry["verdict"]
-            if verdict not in _VALUES:
-                raise ValueError(f"unknown verdict {verdict!r}")
-            return verdict, str(entry.get("raw", ""))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("%s: ignoring corrupt cache file %s (%s)", self._name, path, exc)
-            return None
-
-    def _write_cache(self, path: Path | None, verdict: str, raw: str) -> None:
-        if path is None:
-            return
-        entry = {"verdict": verdict, "raw": raw[:_RAW_CHARS], "model": self.client.model}
-        tmp: str | None = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle)
-            os.replace(tmp, path)
-            tmp = None
-        except OSError as exc:
-            log.warning("%s: could not write cache file %s (%s)", self._name, path, exc)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        return verdict, str(entry.get("raw", ""))
 
     # -- scoring ---------------------------------------------------------------------------
 
@@ -337,8 +294,8 @@ class LLMJudge:
                 name=self._name, value=None, skipped_reason="no answer generated"
             )
         prompt = self.render(case, response)
-        path = self._cache_file(self.cache_key(prompt))
-        hit = self._read_cache(path)
+        key = self.cache_key(prompt)
+        hit = self._read_cache(key)
         if hit is not None:
             return self._verdict(*hit, cached=True)
         try:
@@ -356,7 +313,9 @@ class LLMJudge:
         if verdict is None:
             log.info("%s: case %s: reply is not a verdict: %.80r", self._name, case.case_id, raw)
             return self._undetermined("the judge replied neither CORRECT nor INCORRECT", raw)
-        self._write_cache(path, verdict, raw)
+        self._cache.put(
+            key, {"verdict": verdict, "raw": raw[:_RAW_CHARS], "model": self.client.model}
+        )
         return self._verdict(verdict, raw, cached=False)
 
     async def aclose(self) -> None:
