@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from heta_eval import __version__
 from heta_eval.assembly import ConfigError, RunComponents, assemble
+from heta_eval.code_version import code_version, git_commit
 from heta_eval.records import EvaluationReport
 from heta_eval.run_state import RunState
 
@@ -27,20 +27,6 @@ def config_dir() -> Path:
     """The Hydra config groups: inside the package in a wheel, `conf/` in a source checkout."""
     packaged = Path(__file__).resolve().parent / "conf"
     return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "conf"
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def _run_tags(
@@ -59,15 +45,10 @@ def _run_tags(
     }
     if sweep_id:
         tags["heta_eval.sweep_id"] = sweep_id
-    commit = _git_commit()
+    commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
     return tags
-
-
-def code_version() -> str:
-    """heta_eval's version and, in a checkout, its commit: part of the resume key."""
-    return f"{__version__}+{_git_commit() or 'nogit'}"
 
 
 async def _execute(

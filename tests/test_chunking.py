@@ -74,7 +74,7 @@ def test_blank_text_gives_no_chunks() -> None:
         ({"chunk_size": 0}, "positive"),
         ({"chunk_size": 4, "chunk_overlap": 4}, "smaller than chunk_size"),
         ({"chunk_overlap": -1}, ">= 0"),
-        ({"unit": "tokens"}, "words"),
+        ({"unit": "sentences"}, "words"),
     ],
 )
 def test_bad_settings_are_refused(kwargs: dict[str, object], message: str) -> None:

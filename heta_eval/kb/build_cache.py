@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
+from heta_eval.code_version import code_version
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
@@ -33,12 +34,13 @@ log = logging.getLogger(__name__)
 
 CacheMode = Literal["off", "read", "write", "readwrite"]
 CHECKSUMS = "checksums.json"
-_CODE_PACKAGES = ("heta-eval", "bm25s", "PyStemmer", "pypdf", "numpy")
+_CODE_PACKAGES = ("bm25s", "PyStemmer", "pypdf", "numpy")
 
 
 def code_versions() -> dict[str, str]:
-    """Versions of the packages whose code shapes a built knowledge base."""
-    versions = {}
+    """Versions of the packages whose code shapes a built knowledge base (heta_eval's own
+    with its git commit, so that changed code in a checkout rebuilds)."""
+    versions = {"heta_eval": code_version()}
     for package in _CODE_PACKAGES:
         try:
             versions[package] = metadata.version(package)

@@ -141,16 +141,24 @@ class MediaTypeParser:
     """
 
     def __init__(self, parsers: Mapping[str, Parser] | None = None) -> None:
-        self.parsers: dict[str, Parser] = dict(
-            parsers
-            if parsers is not None
-            else {
+        if parsers is None:
+            from heta_eval.kb.markup import HtmlParser, MarkdownParser
+            from heta_eval.kb.tables import DelimitedTableParser, JsonRecordsParser
+
+            # First match wins: specific text types come before the `text/*` fallback.
+            parsers = {
+                "text/markdown": MarkdownParser(),
+                "text/html": HtmlParser(),
+                "text/csv": DelimitedTableParser(),
+                "text/tab-separated-values": DelimitedTableParser(),
                 "text/*": PlainTextParser(),
-                "application/json": PlainTextParser(),
+                "application/json": JsonRecordsParser(),
+                "application/x-ndjson": JsonRecordsParser(),
+                "application/jsonl": JsonRecordsParser(),
                 "application/pdf": PdfParser(),
                 SEGMENTS_MEDIA_TYPE: SegmentsJsonParser(),
             }
-        )
+        self.parsers: dict[str, Parser] = dict(parsers)
 
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
         for pattern, parser in self.parsers.items():
