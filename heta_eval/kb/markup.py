@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import codecs
 import re
 from html.parser import HTMLParser
 from typing import Any
 
 from heta_eval.kb.documents import ParsedSource, RawSource
-from heta_eval.kb.parsing import decode_text, join_segments
+from heta_eval.kb.parsing import TextParser, join_segments
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -23,7 +22,7 @@ def _section_path(stack: list[tuple[int, str]], level: int, title: str) -> str:
     return " > ".join(t for _, t in stack)
 
 
-class MarkdownParser:
+class MarkdownParser(TextParser):
     """Splits Markdown (`text/markdown`) into sections: one segment per heading and its body.
 
     Locator: `{"section": "Heading > Subheading", "heading_level": n}` — the titles of the
@@ -34,13 +33,8 @@ class MarkdownParser:
     headings (underlined with `===`/`---`) are not recognised.
     """
 
-    def __init__(self, encoding: str = "utf-8", errors: str = "strict") -> None:
-        codecs.lookup(encoding)
-        self.encoding = encoding
-        self.errors = errors
-
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
-        text = decode_text(source, data, self.encoding, self.errors)
+        text = self.decode(source, data)
         parts: list[tuple[str, dict[str, Any]]] = []
         stack: list[tuple[int, str]] = []
         locator: dict[str, Any] = {"section": "", "heading_level": 0}
@@ -273,7 +267,7 @@ class _HtmlText(HTMLParser):
         return self.parts
 
 
-class HtmlParser:
+class HtmlParser(TextParser):
     """Extracts the visible text of HTML (`text/html`) by section and table row.
 
     Dropped: `<script>`, `<style>`, `<head>` (and so `<title>`), `<template>`, `<noscript>`
@@ -291,12 +285,7 @@ class HtmlParser:
     not repeated in the outer cell). `colspan`/`rowspan` are ignored.
     """
 
-    def __init__(self, encoding: str = "utf-8", errors: str = "strict") -> None:
-        codecs.lookup(encoding)
-        self.encoding = encoding
-        self.errors = errors
-
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
         reader = _HtmlText()
-        reader.feed(decode_text(source, data, self.encoding, self.errors))
+        reader.feed(self.decode(source, data))
         return join_segments(source, reader.finish())

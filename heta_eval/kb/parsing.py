@@ -60,8 +60,8 @@ def join_segments(source: RawSource, parts: list[tuple[str, Mapping[str, Any]]])
     )
 
 
-class PlainTextParser:
-    """Decodes text sources (`text/*`, JSON) into one segment covering the whole text.
+class TextParser:
+    """Base of the parsers that read text: the encoding and how decoding errors are handled.
 
     A UTF-8 byte-order mark is dropped. Bytes that do not decode with `encoding` raise a
     ParseError naming the source key and byte offset, unless `errors="replace"`.
@@ -72,9 +72,20 @@ class PlainTextParser:
         self.encoding = encoding
         self.errors = errors
 
+    def decode(self, source: RawSource, data: bytes) -> str:
+        """The source's text."""
+        return decode_text(source, data, self.encoding, self.errors)
+
+
+class PlainTextParser(TextParser):
+    """Decodes text sources (`text/*`, JSON) into one segment covering the whole text.
+
+    A UTF-8 byte-order mark is dropped. Bytes that do not decode with `encoding` raise a
+    ParseError naming the source key and byte offset, unless `errors="replace"`.
+    """
+
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
-        text = decode_text(source, data, self.encoding, self.errors)
-        return join_segments(source, [(text, {})])
+        return join_segments(source, [(self.decode(source, data), {})])
 
 
 class SegmentsJsonParser:

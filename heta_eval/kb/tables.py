@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 import json
 from typing import Any
 
 from heta_eval.kb.documents import ParsedSource, RawSource
-from heta_eval.kb.parsing import ParseError, decode_text, join_segments
+from heta_eval.kb.parsing import ParseError, TextParser, join_segments
 
 _DELIMITERS = {"text/tab-separated-values": "\t", "text/tsv": "\t"}
 
@@ -30,7 +29,7 @@ def record_text(record: Any) -> str:
     )
 
 
-class DelimitedTableParser:
+class DelimitedTableParser(TextParser):
     """Reads delimited tables (`text/csv`, `text/tab-separated-values`): one segment per row.
 
     The delimiter is `delimiter` when given, else a tab for `text/tab-separated-values` and
@@ -50,10 +49,8 @@ class DelimitedTableParser:
     ) -> None:
         if delimiter is not None and len(delimiter) != 1:
             raise ValueError(f"delimiter must be one character, got {delimiter!r}")
-        codecs.lookup(encoding)
+        super().__init__(encoding, errors)
         self.delimiter = delimiter
-        self.encoding = encoding
-        self.errors = errors
 
     def _delimiter(self, media_type: str) -> str:
         if self.delimiter is not None:
@@ -61,7 +58,7 @@ class DelimitedTableParser:
         return _DELIMITERS.get(media_type.split(";")[0].strip().lower(), ",")
 
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
-        text = decode_text(source, data, self.encoding, self.errors)
+        text = self.decode(source, data)
         reader = csv.reader(
             io.StringIO(text, newline=""), delimiter=self._delimiter(source.media_type), strict=True
         )
@@ -89,7 +86,7 @@ class DelimitedTableParser:
         return join_segments(source, parts)
 
 
-class JsonRecordsParser:
+class JsonRecordsParser(TextParser):
     """Reads JSON records: one segment per record, locator `{"row_index": i}`.
 
     JSON Lines (`application/x-ndjson`, `application/jsonl`): one record per non-blank line,
@@ -103,18 +100,13 @@ class JsonRecordsParser:
     `PlainTextParser` reads it.
     """
 
-    def __init__(self, encoding: str = "utf-8", errors: str = "strict") -> None:
-        codecs.lookup(encoding)
-        self.encoding = encoding
-        self.errors = errors
-
     @staticmethod
     def _is_lines(media_type: str) -> bool:
         kind = media_type.split(";")[0].strip().lower()
         return kind in ("application/x-ndjson", "application/jsonl", "application/x-jsonlines")
 
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
-        text = decode_text(source, data, self.encoding, self.errors)
+        text = self.decode(source, data)
         if not self._is_lines(source.media_type):
             try:
                 payload = json.loads(text)
