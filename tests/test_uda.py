@@ -168,3 +168,19 @@ def test_the_command_line_logs_one_run_for_99_units(
     assert run.data.tags["benchmark.name"] == "uda-fin"
     assert len(client.get_metric_history(run.info.run_id, "kb.build_seconds")) == 99
     assert run.data.metrics["bm25.evidence_recall_at_5"] >= 0.9
+
+
+@pytest.mark.slow
+def test_mixed_source_reports_evidence_recall_per_source_type(
+    uda_root: Path, tmp_path: Path
+) -> None:
+    report = _run(UdaBenchmark(source="mixed", data_root=uda_root), tmp_path)
+    # Three reports from their PDFs (QA-table questions), the other bench reports from page text.
+    assert len(report.knowledge_base_manifests) == 101 and len(report.case_results) == 489
+    by_type = {r.labels["source_type"] for r in report.case_results}
+    assert by_type == {"pdf", "page_text"}
+    pdf = report.score_slices["source_type=pdf"]["bm25.evidence_recall@5"]
+    pages = report.score_slices["source_type=page_text"]["bm25.evidence_recall@5"]
+    assert pdf == pytest.approx(39 / 44) and pages > 0.95
+    gs = [r for r in report.case_results if r.unit_id == "GS_2016"]
+    assert len(gs) == 23 and all(r.labels["source_type"] == "pdf" for r in gs)

@@ -56,7 +56,7 @@ MEDIA_TYPES = {
     ".json": "application/json",
 }
 _PAGE = re.compile(r"page_(\d+)")
-Source = Literal["bench", "qa_table"]
+Source = Literal["bench", "qa_table", "mixed"]
 
 
 def page_number(q_uid: str) -> int | None:
@@ -93,6 +93,9 @@ class UdaBenchmark:
       `table`, `post_text`); a document is one page (`{report}-page_{N}`), pre-segmented:
       the text blocks and each table row (rendered with its column headers, with
       `table_id`/`row_index` in provenance). Pages are deduplicated per report.
+    - `source="mixed"`: reports whose source PDF is in `documents_dir` are evaluated from
+      the PDF with the QA table's questions, every other report of the sampled bench from
+      its page text; the report slices evidence recall by `source_type` (pdf, page_text).
     - `source="qa_table"`: the QA table `qa/{subset}_qa.csv` (pipe-delimited) with the
       source documents from `documents_dir` (PDFs for finance, parsed page by page). Reports
       whose file is missing are skipped with one warning counting reports and questions.
@@ -119,8 +122,8 @@ class UdaBenchmark:
     ) -> None:
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
-        if source not in ("bench", "qa_table"):
-            raise ValueError(f"source must be 'bench' or 'qa_table', got {source!r}")
+        if source not in ("bench", "qa_table", "mixed"):
+            raise ValueError(f"source must be 'bench', 'qa_table' or 'mixed', got {source!r}")
         self.subset = subset
         self.source = source
         self.data_root = Path(data_root).expanduser() if data_root is not None else None
@@ -130,7 +133,7 @@ class UdaBenchmark:
         self._manifest = BenchmarkManifest(
             name=f"uda-{subset}",
             version="neurips2024",
-            split="bench" if source == "bench" else "all",
+            split={"bench": "bench", "qa_table": "all", "mixed": "mixed"}[source],
             task_type="document_qa",
             build_scope="case",
             homepage="https://github.com/qinchuanhui/UDA-Benchmark",
@@ -139,13 +142,15 @@ class UdaBenchmark:
             metadata={"subset": subset, "source": source},
         )
         self._prepared: PreparedBenchmark | None = None
+        # The mixed source reports evidence recall per source type (PDF versus page text).
+        self.slice_by: tuple[str, ...] = ("source_type",) if source == "mixed" else ()
 
     @property
     def manifest(self) -> BenchmarkManifest:
         return self._manifest
 
     def _member(self) -> str:
-        if self.source == "bench":
+        if self.source in ("bench", "mixed"):
             return f"extended_qa_info_bench/bench_{self.subset}_qa.json"
         return f"qa/{self.subset}_qa.csv"
 
@@ -177,8 +182,13 @@ class UdaBenchmark:
                 resource, cache_dir() / "uda" / Path(member).parent, offline=workspace.offline
             )
         paths = {"questions": path.resolve()}
-        if self.source == "qa_table":
+        if self.source in ("qa_table", "mixed"):
             paths["documents"] = self._documents_dir().resolve()
+        if self.source == "mixed":
+            table = (self.data_root or Path()) / f"qa/{self.subset}_qa.csv"
+            if not table.is_file():
+                raise BenchmarkDataError(f"benchmark.data_root: {table} not found (mixed source)")
+            paths["table"] = table.resolve()
         self._prepared = PreparedBenchmark(
             manifest=self.manifest, root=path.parent.resolve(), paths=paths
         )
@@ -206,10 +216,19 @@ class UdaBenchmark:
     @cached_property
     def _loaded(self) -> tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]:
         assert self._prepared is not None, "prepare() first"
+        paths = self._prepared.paths
         if self.source == "bench":
-            return self._load_bench(self._prepared.paths["questions"])
-        return self._load_table(
-            self._prepared.paths["questions"], self._prepared.paths["documents"]
+            return self._load_bench(paths["questions"])
+        if self.source == "qa_table":
+            return self._load_table(paths["questions"], paths["documents"])
+        # Mixed: reports whose PDF is here are evaluated from the PDF with the QA table's
+        # questions; every other report of the sampled bench from its page text.
+        pdf_documents, pdf_cases = self._load_table(paths["table"], paths["documents"], quiet=True)
+        with_pdf = {d.document_id for d in pdf_documents}
+        page_documents, page_cases = self._load_bench(paths["questions"])
+        return (
+            pdf_documents + [d for d in page_documents if d.metadata["report"] not in with_pdf],
+            pdf_cases + [(r, c) for r, c in page_cases if r not in with_pdf],
         )
 
     def _load_bench(
@@ -257,7 +276,11 @@ class UdaBenchmark:
                                 ),
                                 evidence=(evidence,),
                             ),
-                            metadata={"report": report, "program": item.get("program")},
+                            metadata={
+                                "report": report,
+                                "program": item.get("program"),
+                                "source_type": "page_text",
+                            },
                         ),
                     )
                 )
@@ -290,7 +313,7 @@ class UdaBenchmark:
         )
 
     def _load_table(
-        self, path: Path, documents_dir: Path
+        self, path: Path, documents_dir: Path, quiet: bool = False
     ) -> tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]:
         files = {p.stem: p for p in sorted(documents_dir.iterdir()) if p.is_file()}
         documents: dict[str, BenchmarkDocument] = {}
@@ -342,11 +365,11 @@ class UdaBenchmark:
                                 answers=_answers(*(row.get(c) for c in answer_columns)),
                                 evidence=(BenchmarkEvidence(reference_id=report, locator=locator),),
                             ),
-                            metadata={"report": report},
+                            metadata={"report": report, "source_type": "pdf"},
                         ),
                     )
                 )
-        if skipped_reports:
+        if skipped_reports and not quiet:
             log.warning(
                 "UDA %s: skipped %d reports (%d questions) whose source document is not in %s",
                 self.subset,
