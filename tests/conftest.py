@@ -29,6 +29,14 @@ def load_recipe(name: str = "bm25", **overrides: object) -> KnowledgeRecipe:
     return KnowledgeRecipe.model_validate(spec)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Downloads, embeddings and judge verdicts go to a cache of this test session only."""
+    path = tmp_path_factory.mktemp("heta-eval-cache")
+    os.environ["HETA_EVAL_CACHE"] = str(path)
+    return path
+
+
 def load_benchmark(bench: object, tmp_path: Path, offline: bool = True) -> tuple[list, list, list]:
     """Prepare an adapter (offline unless told) and collect its documents, cases and units."""
 
