@@ -62,6 +62,7 @@ class ChatServer:
     replies: list[Reply] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     decide: Callable[[str], str] = grade
+    paths: set[str] = field(default_factory=lambda: {"/v1/chat/completions"})
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -94,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
             reply = Reply(body=completion(state.decide(prompt)))
         if reply.delay and state.stop.wait(reply.delay):
             return
-        if self.path != "/v1/chat/completions":
+        if self.path not in state.paths:
             reply = Reply(404, {"error": {"message": "not found"}})
         payload = reply.body
         if isinstance(payload, str):

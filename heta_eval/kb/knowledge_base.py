@@ -48,6 +48,7 @@ class KnowledgeBase:
         self._indexes = dict(indexes)
         self._manifest = manifest
         self._fusions = recipe.create_fusions()
+        self._reranker = recipe.create_reranker()
         self._answerer = recipe.create_answerer()
 
     @classmethod
@@ -243,6 +244,16 @@ class KnowledgeBase:
         hits = self._search(list(texts), mode, top_k)
         seconds = (time.perf_counter() - started) / max(len(texts), 1)
         responses = [self._response(t, mode, h, seconds) for t, h in zip(texts, hits, strict=True)]
+        if self._reranker is not None:
+            responses = [
+                r.model_copy(
+                    update={
+                        "results": tuple(await self._reranker.rerank(r.query, r.results)),
+                        "trace": {**r.trace, "reranked": True},
+                    }
+                )
+                for r in responses
+            ]
         if self._answerer is None:
             return responses
         answered = []
@@ -252,10 +263,11 @@ class KnowledgeBase:
         return answered
 
     async def aclose(self) -> None:
-        """Release connections held by the answerer (an LLM endpoint)."""
-        closer = getattr(self._answerer, "aclose", None)
-        if closer is not None:
-            await closer()
+        """Release connections held by the reranker or answerer (endpoints)."""
+        for part in (self._reranker, self._answerer):
+            closer = getattr(part, "aclose", None)
+            if closer is not None:
+                await closer()
 
 
 _LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})

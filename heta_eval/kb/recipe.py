@@ -39,6 +39,7 @@ class KnowledgeRecipe(Record):
     chunker: JsonDict
     indexes: dict[str, JsonDict]
     fusions: dict[str, JsonDict] = Field(default_factory=dict)
+    reranker: JsonDict | None = None
     answerer: JsonDict | None = None
     query_modes: tuple[str, ...] = ()
     metadata: JsonDict = Field(default_factory=dict)
@@ -79,12 +80,12 @@ class KnowledgeRecipe(Record):
             resolve_target(spec["_target_"])
         return value
 
-    @field_validator("answerer")
+    @field_validator("answerer", "reranker")
     @classmethod
-    def _answerer(cls, value: JsonDict | None) -> JsonDict | None:
+    def _optional_component(cls, value: JsonDict | None, info: Any) -> JsonDict | None:
         if value is not None:
             if "_target_" not in value:
-                raise ValueError("answerer needs a _target_")
+                raise ValueError(f"{info.field_name} needs a _target_")
             resolve_target(value["_target_"])
         return value
 
@@ -126,6 +127,10 @@ class KnowledgeRecipe(Record):
     def create_fusions(self) -> dict[str, Any]:
         """One fusion per hybrid query mode."""
         return {mode: instantiate(spec) for mode, spec in self.fusions.items()}
+
+    def create_reranker(self) -> Any:
+        """The reranker applied to every query mode's results, or None."""
+        return instantiate(self.reranker) if self.reranker is not None else None
 
     def create_answerer(self) -> Any:
         """The answer generator, or None when the recipe only retrieves."""
