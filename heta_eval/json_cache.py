@@ -8,10 +8,42 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 log = logging.getLogger(__name__)
+
+
+def cache_directory(setting: str | os.PathLike[str] | None, subdir: str) -> Path:
+    """`setting`, or `{heta_eval cache}/{subdir}` when it is None or empty; created."""
+    if setting is not None and str(setting):
+        path = Path(setting).expanduser().resolve()
+    else:
+        from heta_eval.benchmarks.download import cache_dir
+
+        path = cache_dir() / subdir
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_atomically(path: Path, write: Callable[[IO[bytes]], None]) -> bool:
+    """Write `path` through a temporary file and a rename; False (and a warning) on failure."""
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    except OSError as exc:
+        log.warning("could not write cache file %s (%s)", path, exc)
+        return False
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def material_key(material: Any) -> str:
@@ -37,14 +69,7 @@ class JsonFileCache:
     def directory(self) -> Path:
         """Where the entries are (created on first use)."""
         if self._path is None:
-            if self._setting is not None and str(self._setting):
-                path = Path(self._setting).expanduser().resolve()
-            else:
-                from heta_eval.benchmarks.download import cache_dir
-
-                path = cache_dir() / self._subdir
-            path.mkdir(parents=True, exist_ok=True)
-            self._path = path
+            self._path = cache_directory(self._setting, self._subdir)
         return self._path
 
     def _file(self, key: str) -> Path | None:
@@ -71,18 +96,6 @@ class JsonFileCache:
     def put(self, key: str, entry: dict[str, Any]) -> None:
         """Store `entry` under `key` (temporary file + rename)."""
         path = self._file(key)
-        if path is None:
-            return
-        tmp: str | None = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle)
-            os.replace(tmp, path)
-            tmp = None
-        except OSError as exc:
-            log.warning("could not write cache file %s (%s)", path, exc)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        if path is not None:
+            data = json.dumps(entry).encode("utf-8")
+            write_atomically(path, lambda handle: handle.write(data))

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata
@@ -24,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from heta_eval.json_cache import material_key
+from heta_eval.json_cache import cache_directory, material_key, write_atomically
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.indexes import Hits
 
@@ -280,15 +278,9 @@ class EmbeddingCache:
 
     @property
     def directory(self) -> Path:
+        """Where the matrices are (created on first use)."""
         if self._path is None:
-            if self._setting is not None and str(self._setting):
-                path = Path(self._setting).expanduser().resolve()
-            else:
-                from heta_eval.benchmarks.download import cache_dir
-
-                path = cache_dir() / "embeddings"
-            path.mkdir(parents=True, exist_ok=True)
-            self._path = path
+            self._path = cache_directory(self._setting, "embeddings")
         return self._path
 
     @staticmethod
@@ -311,19 +303,12 @@ class EmbeddingCache:
         return matrix.astype(np.float32, copy=False)
 
     def put(self, key: str, matrix: np.ndarray) -> None:
-        tmp: str | None = None
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:12]}.", suffix=".npy")
-            with os.fdopen(fd, "wb") as handle:
-                np.save(handle, matrix, allow_pickle=False)
-            os.replace(tmp, self.directory / f"{key}.npy")
-            tmp = None
+            path = self.directory / f"{key}.npy"
         except OSError as exc:
-            log.warning("could not write embedding cache entry %s (%s)", key, exc)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            log.warning("embedding cache unavailable (%s); not caching", exc)
+            return
+        write_atomically(path, lambda handle: np.save(handle, matrix, allow_pickle=False))
 
 
 # -- index -----------------------------------------------------------------------------------
