@@ -100,16 +100,24 @@ class UnitEvaluator:
             "query": case.query,
             "labels": self.labels(case),
         }
-        started = time.perf_counter()
-        try:
-            response = await kb.query(case.query, mode=mode, top_k=self.top_k)
-        except Exception as exc:
-            return EvaluationCaseResult(
-                **common,
-                latency_seconds=time.perf_counter() - started,
-                error=error_record("query", exc),
-            )
-        latency = time.perf_counter() - started
+        key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.top_k)
+        cached = self.cache.get_response(key) if key is not None else None
+        if cached is not None:
+            # An evaluator-only change re-scores without querying; the latency is the original.
+            response, latency = cached[0], cached[1] or 0.0
+        else:
+            started = time.perf_counter()
+            try:
+                response = await kb.query(case.query, mode=mode, top_k=self.top_k)
+            except Exception as exc:
+                return EvaluationCaseResult(
+                    **common,
+                    latency_seconds=time.perf_counter() - started,
+                    error=error_record("query", exc),
+                )
+            latency = time.perf_counter() - started
+            if key is not None:
+                self.cache.put_response(key, response, latency)
         scores: list[EvaluationScore] = []
         error = None
         scoring_started = time.perf_counter()
@@ -197,11 +205,7 @@ class UnitEvaluator:
     def _delta(self, before: CacheStats) -> CacheStats:
         delta = CacheStats()
         delta.add(self.cache.stats)
-        delta.hits -= before.hits
-        delta.misses -= before.misses
-        delta.discarded -= before.discarded
-        delta.written -= before.written
-        delta.uncacheable -= before.uncacheable
+        delta.add(before, sign=-1)
         delta.discarded_reasons = delta.discarded_reasons[len(before.discarded_reasons) :]
         return delta
 

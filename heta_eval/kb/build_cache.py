@@ -18,17 +18,19 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
 from heta_eval.code_version import code_version
+from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
+from heta_eval.records import KnowledgeBaseManifest, QueryResponse
 
 log = logging.getLogger(__name__)
 
@@ -88,26 +90,24 @@ class CacheStats:
     discarded: int = 0
     written: int = 0
     uncacheable: int = 0
+    response_hits: int = 0
+    response_misses: int = 0
     discarded_reasons: list[str] = field(default_factory=list)
 
-    def add(self, other: CacheStats) -> None:
-        """Fold another run's (or worker's) counts into these."""
-        self.hits += other.hits
-        self.misses += other.misses
-        self.discarded += other.discarded
-        self.written += other.written
-        self.uncacheable += other.uncacheable
-        self.discarded_reasons.extend(other.discarded_reasons)
+    def counts(self) -> dict[str, int]:
+        """Every count by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.type in ("int", int)}
+
+    def add(self, other: CacheStats, sign: int = 1) -> None:
+        """Fold another run's (or worker's) counts into these (`sign=-1` takes them out)."""
+        for name, value in other.counts().items():
+            setattr(self, name, getattr(self, name) + sign * value)
+        if sign > 0:
+            self.discarded_reasons.extend(other.discarded_reasons)
 
     def as_dict(self) -> dict[str, int]:
         """Counts for report metadata and metrics."""
-        return {
-            "hits": self.hits,
-            "misses": self.misses,
-            "discarded": self.discarded,
-            "written": self.written,
-            "uncacheable": self.uncacheable,
-        }
+        return self.counts()
 
 
 class BuildCache:
@@ -119,6 +119,42 @@ class BuildCache:
         self.root = Path(root)
         self.mode = mode
         self.stats = CacheStats()
+        self._responses = JsonFileCache(self.root / "responses", "responses")
+
+    def response_key(
+        self, kb: KnowledgeBaseManifest, recipe: RecipeLike, query: str, mode: str, top_k: int
+    ) -> str | None:
+        """Key of one query's response: the built KB, the recipe's query-time parts (fusions,
+        reranker, answerer), the query, the mode and the depth. None when the KB was not
+        built through the cache (nothing identifies its content)."""
+        if self.mode == "off" or kb.cache_key is None:
+            return None
+        manifest = {k: v for k, v in recipe.manifest().items() if k not in ("name", "description")}
+        return material_key(
+            {"kb": kb.cache_key, "recipe": manifest, "query": query, "mode": mode, "k": top_k}
+        )
+
+    def get_response(self, key: str) -> tuple[QueryResponse, float | None] | None:
+        """A cached response and the latency it was measured with, if reading is on."""
+        if self.mode not in ("read", "readwrite"):
+            return None
+        entry = self._responses.get(key)
+        try:
+            response = QueryResponse.model_validate(entry["response"]) if entry else None
+        except (KeyError, ValueError):
+            response = None
+        if response is None:
+            self.stats.response_misses += 1
+            return None
+        self.stats.response_hits += 1
+        return response, entry.get("latency_seconds") if entry else None
+
+    def put_response(self, key: str, response: QueryResponse, latency: float) -> None:
+        """Store a response, if writing is on."""
+        if self.mode in ("write", "readwrite"):
+            self._responses.put(
+                key, {"response": response.model_dump(mode="json"), "latency_seconds": latency}
+            )
 
     def _entry(self, key: str) -> Path:
         return self.root / "kb" / key[:2] / key
