@@ -30,6 +30,7 @@ from heta_eval.kb.knowledge_base import KnowledgeBase
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
+from heta_eval.progress import NO_PROGRESS, StageReporter
 from heta_eval.records import KnowledgeBaseManifest, QueryResponse
 
 log = logging.getLogger(__name__)
@@ -207,21 +208,28 @@ class BuildCache:
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
+        progress: StageReporter = NO_PROGRESS,
     ) -> KnowledgeBaseLike:
         """A cached knowledge base for this recipe and these sources, or a fresh build.
 
         Recipes of other engines (any RecipeLike) are built each time, never cached.
+        `progress` shows the build's stages (parse, chunk, index).
         """
         if not isinstance(recipe, KnowledgeRecipe):
             self.stats.uncacheable += 1
-            return await recipe.create_knowledge_base(name=name, store=store, sources=sources)
+            with progress.stage("build", 1, "knowledge bases") as stage:
+                built = await recipe.create_knowledge_base(name=name, store=store, sources=sources)
+                stage.advance()
+            return built
         key = build_key(recipe, sources) if self.mode != "off" else None
         if key is not None and self.mode in ("read", "readwrite"):
             cached = self._load(key, recipe, name)
             if cached is not None:
                 self.stats.hits += 1
                 return cached
-        kb = await KnowledgeBase.create(recipe=recipe, name=name, store=store, sources=sources)
+        kb = await KnowledgeBase.create(
+            recipe=recipe, name=name, store=store, sources=sources, progress=progress
+        )
         if key is None:
             return kb
         self.stats.misses += 1
