@@ -125,6 +125,9 @@ class _Off:
 class _Lines:
     """One log line at the start and at the end of each (non-transient) stage."""
 
+    def __init__(self, milestone_seconds: float = _MILESTONE_SECONDS) -> None:
+        self.milestone_seconds = milestone_seconds
+
     def open(self, stage: _Stage, transient: bool) -> None:
         stage.token = {"transient": transient, "last_line": time.perf_counter(), "tenth": 0}
         if not transient:
@@ -139,7 +142,8 @@ class _Lines:
             return
         tenth = min(10, stage.completed * 10 // stage.total)
         now = time.perf_counter()
-        if tenth > state["tenth"] and tenth < 10 and now - state["last_line"] >= _MILESTONE_SECONDS:
+        quiet_long_enough = now - state["last_line"] >= self.milestone_seconds
+        if state["tenth"] < tenth < 10 and quiet_long_enough:
             state["tenth"], state["last_line"] = tenth, now
             per_second = stage.completed / max(stage.elapsed(), 1e-9)
             remaining = (stage.total - stage.completed) / max(per_second, 1e-9)
@@ -284,9 +288,10 @@ def resolve_mode(mode: ProgressMode, console: Any = None) -> Literal["bars", "li
 class ProgressReporter:
     """Opens stages and renders them as bars, log lines or nothing (see the module doc).
 
-    `console`: the rich Console bars are drawn on (default: stderr). A reporter is shared by
-    a run: `scoped(prefix, transient)` gives a view whose stage names start with `prefix`,
-    drawn on the same display.
+    `console`: the rich Console bars are drawn on (default: stderr). `milestone_seconds`: in
+    lines mode, the least time between two lines of a long stage. A reporter is shared by a
+    run: `scoped(prefix, transient)` gives a view whose stage names start with `prefix`, drawn
+    on the same display.
     """
 
     def __init__(
@@ -297,10 +302,17 @@ class ProgressReporter:
         prefix: str = "",
         transient: bool = False,
         backend: _Backend | None = None,
+        milestone_seconds: float = _MILESTONE_SECONDS,
     ) -> None:
         self.mode = resolve_mode(mode, console) if backend is None else mode
         if backend is None:
-            backend = {"bars": lambda: _Bars(console), "lines": _Lines, "off": _Off}[self.mode]()
+            backend = (
+                _Bars(console)
+                if self.mode == "bars"
+                else _Lines(milestone_seconds)
+                if self.mode == "lines"
+                else _Off()
+            )
         self._backend = backend
         self._prefix = prefix
         self._transient = transient
