@@ -201,6 +201,20 @@ class BuildCache:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def lookup(
+        self, recipe: RecipeLike, sources: Sequence[RawSource]
+    ) -> Literal["found", "missing", "off", "uncacheable"]:
+        """What `get_or_create` would do, without doing it: load an entry (found), build
+        (missing), build because reading is off (off), or build an uncacheable recipe."""
+        if not isinstance(recipe, KnowledgeRecipe):
+            return "uncacheable"
+        if self.mode not in ("read", "readwrite"):
+            return "off"
+        key = build_key(recipe, sources)
+        if key is None:
+            return "uncacheable"
+        return "found" if self._entry(key).is_dir() else "missing"
+
     async def get_or_create(
         self,
         *,
