@@ -177,5 +177,9 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
 
 def main() -> None:
-    """Console entry point of `heta-eval`."""
+    """Console entry point of `heta-eval` (`--info` lists the options, before Hydra starts)."""
+    if "--info" in sys.argv[1:]:
+        from heta_eval.info import main as info
+
+        sys.exit(info(config_dir()))
     _hydra_main()
