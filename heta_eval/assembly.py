@@ -41,6 +41,8 @@ _RUNNER_NOT_HASHED = {
     "max_concurrent_queries",
     "resume",
     "state_dir",
+    "progress",
+    "dry_run",
 }
 
 

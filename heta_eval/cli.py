@@ -109,8 +109,9 @@ async def _execute(
     return report
 
 
-def run(cfg: DictConfig) -> EvaluationReport:
-    """Validate `cfg`, evaluate, track, and return the report (raises ConfigError early)."""
+def run(cfg: DictConfig) -> EvaluationReport | None:
+    """Validate `cfg`, evaluate, track, and return the report (raises ConfigError early);
+    with `runner.dry_run`, print the plan instead and return None."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -119,6 +120,11 @@ def run(cfg: DictConfig) -> EvaluationReport:
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
     components = assemble(cfg)
+    if components.settings.dry_run:
+        from heta_eval.plan import dry_run
+
+        dry_run(components)
+        return None
     logging.getLogger("alembic").setLevel(logging.WARNING)
     parent = sweep_id = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
@@ -134,9 +140,9 @@ def run(cfg: DictConfig) -> EvaluationReport:
     return report
 
 
-def objective(report: EvaluationReport, metric: str | None) -> float | None:
+def objective(report: EvaluationReport | None, metric: str | None) -> float | None:
     """The value a hyperparameter sweeper optimises: `optimized_metric` of the summary."""
-    if not metric:
+    if not metric or report is None:
         return None
     if metric not in report.score_summary:
         raise ConfigError(
@@ -171,5 +177,9 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
 
 def main() -> None:
-    """Console entry point of `heta-eval`."""
+    """Console entry point of `heta-eval` (`--info` lists the options, before Hydra starts)."""
+    if "--info" in sys.argv[1:]:
+        from heta_eval.info import main as info
+
+        sys.exit(info(config_dir()))
     _hydra_main()

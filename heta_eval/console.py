@@ -32,6 +32,26 @@ def summary_table(report: EvaluationReport) -> Table:
     return table
 
 
+def cache_line(report: EvaluationReport) -> str:
+    """What the build and response caches did, from the report's `cache` metadata."""
+    cache = report.metadata.get("cache") or {}
+    mode = cache.get("mode", "off")
+    if mode == "off":
+        return "cache: off"
+    line = (
+        f"cache ({mode}): knowledge bases {cache.get('hits', 0)} hit(s), "
+        f"{cache.get('misses', 0)} miss(es), {cache.get('written', 0)} written"
+    )
+    if cache.get("discarded"):
+        line += f", {cache['discarded']} corrupt discarded"
+    if cache.get("uncacheable"):
+        line += f", {cache['uncacheable']} not cacheable"
+    return line + (
+        f" · responses {cache.get('response_hits', 0)} hit(s), "
+        f"{cache.get('response_misses', 0)} miss(es)"
+    )
+
+
 def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> None:
     """Print the summary table, where the report is, and how to see the tracked run."""
     console = Console()
@@ -41,10 +61,19 @@ def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> N
     console.print(summary_table(report))
     evaluated = len(report.case_results)
     failed = len(report.failed_cases)
-    build = sum(kb.build_seconds for kb in report.knowledge_base_manifests)
+    kbs = report.knowledge_base_manifests
+    built = [kb for kb in kbs if kb.cache_status != "hit"]
+    build = sum(kb.build_seconds for kb in built)
+    hits = len(kbs) - len(built)
+    loaded = f", {hits} loaded from the build cache" if hits else ""
     console.print(
         f"{evaluated} case results ({failed} failed) · "
-        f"{len(report.knowledge_base_manifests)} knowledge base(s) built in {build:.2f}s"
+        f"{len(kbs)} knowledge base(s): {len(built)} built in {build:.2f}s{loaded}"
     )
+    resumed = report.metadata.get("resumed_cases") or 0
+    if resumed:
+        console.print(f"{resumed} case results taken from the journal of an interrupted run")
+    console.print(cache_line(report), soft_wrap=True)
+    console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
     console.print(f"tracking: {tracking}", soft_wrap=True)

@@ -22,6 +22,7 @@ from heta_eval.journal import CaseJournal, CaseKey, case_key
 from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
+from heta_eval.progress import ProgressReporter, StageHandle, use
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -53,6 +54,11 @@ def _document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
         raise ConnectionRefusedError(f"offline run: not fetching {document.source_uri}")
     with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
         return handle.read()
+
+
+def _document_count(plans: Sequence[UnitPlan]) -> int:
+    """Distinct documents of the planned units (each is written once)."""
+    return len({d.document_id for plan in plans for d in plan.documents})
 
 
 def select_cases(
@@ -122,6 +128,7 @@ class BenchmarkRunner:
         store: ObjectStore | None = None,
         journal: CaseJournal | None = None,
         build_cache: BuildCache | None = None,
+        progress: ProgressReporter | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.recipe = recipe
@@ -130,6 +137,7 @@ class BenchmarkRunner:
         self.store = store if store is not None else LocalObjectStore(settings.store_dir)
         self.journal = journal
         self.build_cache = build_cache or BuildCache(settings.cache_dir, settings.cache)
+        self.progress = progress or ProgressReporter(settings.progress)
         self.query_modes = check_run_arguments(recipe, self.evaluators, settings)
         # How deep to retrieve is the benchmark's scoring policy unless the runner says.
         self.top_k: int = settings.top_k or int(getattr(benchmark, "default_top_k", 10))
@@ -152,7 +160,8 @@ class BenchmarkRunner:
         workspace = BenchmarkWorkspace(
             root=self.settings.workspace_dir, offline=self.settings.offline
         )
-        prepared = await self.benchmark.prepare(workspace)
+        with use(self.progress):  # downloads in prepare() report through it
+            prepared = await self.benchmark.prepare(workspace)
         documents = [d async for d in self.benchmark.documents(prepared)]
         cases = [c async for c in self.benchmark.cases(prepared)]
         units = [u async for u in self.benchmark.run_units(prepared)]
@@ -227,6 +236,7 @@ class BenchmarkRunner:
         keys: dict[str, tuple[str, str]],
         kb_name: str,
         done: frozenset[CaseKey],
+        units: StageHandle,
     ) -> list[UnitOutcome]:
         evaluator = self.unit_evaluator()
         journal = self.journal
@@ -239,10 +249,12 @@ class BenchmarkRunner:
                     kb_name,
                     done,
                     on_result=(lambda r: journal.record_cases([r])) if journal else None,
+                    progress=self.progress.scoped(plan.unit.unit_id, transient=len(plans) > 1),
                 )
                 if journal is not None and outcome.manifest is not None:
                     journal.record_unit(outcome.unit_id, outcome.manifest)
                 outcomes.append(outcome)
+                units.advance()
             return outcomes
         # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
         loop = asyncio.get_running_loop()
@@ -270,6 +282,7 @@ class BenchmarkRunner:
                         journal.record_unit(outcome.unit_id, outcome.manifest)
                 self.build_cache.stats.add(outcome.cache)
                 outcomes.append(outcome)
+                units.advance()
         return outcomes
 
     async def run(self) -> EvaluationReport:
@@ -293,10 +306,13 @@ class BenchmarkRunner:
         if journaled:
             log.info("resuming: %d case results already in the journal", len(journaled))
         clock = time.perf_counter()
-        keys, document_errors = self._write_documents(contents, plans)
+        with self.progress.stage("documents", _document_count(plans), "documents") as stage:
+            keys, document_errors = self._write_documents(contents, plans)
+            stage.advance(len(keys) + len(document_errors))
         write_seconds = time.perf_counter() - clock
         kb_name = f"{manifest.name}-{self.recipe.name}"
-        outcomes = await self._run_units(plans, keys, kb_name, frozenset(journaled))
+        with self.progress.stage("units", len(plans), "units") as units:
+            outcomes = await self._run_units(plans, keys, kb_name, frozenset(journaled), units)
         for evaluator in self.evaluators:
             # Evaluators holding connections (an LLM judge) release them with this run's loop.
             closer = getattr(evaluator, "aclose", None)

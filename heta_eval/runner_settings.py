@@ -45,3 +45,10 @@ class RunnerSettings(Record):
     store_dir: Path = Path("outputs/store")
     workspace_dir: Path = Path("outputs/data")
     offline: bool = False
+    progress: Literal["auto", "bars", "lines", "off"] = Field(
+        default="auto",
+        description="progress display: bars on a terminal and log lines otherwise (auto)",
+    )
+    dry_run: bool = Field(
+        default=False, description="print the plan of the run without building or querying"
+    )

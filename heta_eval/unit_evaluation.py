@@ -12,6 +12,7 @@ from heta_eval.journal import CaseKey
 from heta_eval.kb import ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache, CacheStats
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
+from heta_eval.progress import NO_PROGRESS, ProgressReporter
 from heta_eval.protocol import BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -143,8 +144,11 @@ class UnitEvaluator:
         kb_name: str,
         done: frozenset[CaseKey] = frozenset(),
         on_result: Callable[[EvaluationCaseResult], None] | None = None,
+        progress: ProgressReporter = NO_PROGRESS,
     ) -> UnitOutcome:
-        """Build the unit's KB and evaluate every (case, mode) not already in `done`."""
+        """Build the unit's KB and evaluate every (case, mode) not already in `done`.
+
+        `progress` shows the build's stages and the queries (each query and its scoring)."""
         unit_id = plan.unit.unit_id
         todo = [
             (case, mode)
@@ -156,7 +160,11 @@ class UnitEvaluator:
         before.add(self.cache.stats)
         try:
             kb = await self.cache.get_or_create(
-                recipe=self.recipe, name=f"{kb_name}-{unit_id}", store=self.store, sources=sources
+                recipe=self.recipe,
+                name=f"{kb_name}-{unit_id}",
+                store=self.store,
+                sources=sources,
+                progress=progress,
             )
         except Exception as exc:
             log.error("unit %s: knowledge base build failed: %s", unit_id, exc)
@@ -192,10 +200,12 @@ class UnitEvaluator:
                 result = await self.evaluate_case(kb, unit_id, case, mode)
             if on_result is not None:
                 on_result(result)
+            queries.advance()
             return result
 
         try:
-            results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
+            with progress.stage("query+score", len(todo), "queries") as queries:
+                results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
         finally:
             closer = getattr(kb, "aclose", None)
             if closer is not None:

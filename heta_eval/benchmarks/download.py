@@ -14,14 +14,13 @@ import http.client
 import logging
 import os
 import re
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from heta_eval.progress import ProgressReporter, current
 from heta_eval.records import BenchmarkResource
 
 logger = logging.getLogger(__name__)
@@ -158,8 +157,9 @@ def fetch_resource(
     partial file for the next attempt. An exclusive lock on `directory/.{name}.lock` keeps
     concurrent processes from downloading the same file at once.
 
-    `progress`: show a progress bar (True), log one line at start and end (False), or decide
-    by whether stderr is a terminal (None).
+    `progress`: show a progress bar (True), log one line at start and end (False), or follow
+    the run's progress setting (None: `heta_eval.progress.current()`, which draws bars when
+    stderr is a terminal and logs lines otherwise).
     """
     directory = Path(directory)
     final = directory / resource.name
@@ -299,20 +299,18 @@ def _stream(
             while remaining and (chunk := existing.read(min(_CHUNK, remaining))):
                 digest.update(chunk)
                 remaining -= len(chunk)
-    show_bar = _stderr_is_tty() if progress is None else progress
-    started = time.monotonic()
-    received = offset
-    if not show_bar:
-        logger.info(
-            "downloading %s from %s%s",
-            resource.name,
-            resource.uri,
-            f" (resuming at byte {offset})" if offset else "",
-        )
+    if offset:
+        logger.info("resuming the download of %s at byte %d", resource.name, offset)
     bar_total = total if total is not None else resource.size_bytes
+    reporter = current() if progress is None else ProgressReporter("bars" if progress else "lines")
+    received = offset
     with (
         open(part, "r+b" if offset else "wb") as out,
-        _progress_bar(show_bar, resource.name, bar_total, offset) as advance,
+        reporter.stage(
+            f"download {resource.name}",
+            None if bar_total is None else bar_total - offset,
+            "bytes",
+        ) as stage,
     ):
         out.seek(offset)
         out.truncate()
@@ -321,7 +319,7 @@ def _stream(
                 out.write(chunk)
                 digest.update(chunk)
                 received += len(chunk)
-                advance(len(chunk))
+                stage.advance(len(chunk))
         except (OSError, http.client.HTTPException, ValueError) as error:
             raise DownloadError(
                 f"download of {resource.name} from {resource.uri} interrupted after "
@@ -335,50 +333,4 @@ def _stream(
             f"download of {resource.name} from {resource.uri} interrupted: connection closed "
             f"after {received} of {total} bytes; run again to resume"
         )
-    if not show_bar:
-        elapsed = max(time.monotonic() - started, 1e-9)
-        logger.info(
-            "downloaded %s: %d bytes in %.1f s (%.1f MB/s)",
-            resource.name,
-            received,
-            elapsed,
-            (received - offset) / elapsed / 1e6,
-        )
     return digest.hexdigest()
-
-
-def _stderr_is_tty() -> bool:
-    """Whether stderr is an interactive terminal (False when there is no stderr)."""
-    try:
-        return sys.stderr is not None and sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-@contextlib.contextmanager
-def _progress_bar(enabled: bool, name: str, total: int | None, completed: int) -> Iterator[Any]:
-    """Yield a function `advance(n)`; it drives a rich progress bar on stderr when enabled."""
-    if not enabled:
-        yield lambda _n: None
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-    )
-    with bar:
-        task = bar.add_task(name, total=total, completed=completed)
-        yield lambda n: bar.advance(task, n)

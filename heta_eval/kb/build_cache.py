@@ -30,6 +30,7 @@ from heta_eval.kb.knowledge_base import KnowledgeBase
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
+from heta_eval.progress import NO_PROGRESS, StageReporter
 from heta_eval.records import KnowledgeBaseManifest, QueryResponse
 
 log = logging.getLogger(__name__)
@@ -200,6 +201,20 @@ class BuildCache:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def lookup(
+        self, recipe: RecipeLike, sources: Sequence[RawSource]
+    ) -> Literal["found", "missing", "off", "uncacheable"]:
+        """What `get_or_create` would do, without doing it: load an entry (found), build
+        (missing), build because reading is off (off), or build an uncacheable recipe."""
+        if not isinstance(recipe, KnowledgeRecipe):
+            return "uncacheable"
+        if self.mode not in ("read", "readwrite"):
+            return "off"
+        key = build_key(recipe, sources)
+        if key is None:
+            return "uncacheable"
+        return "found" if self._entry(key).is_dir() else "missing"
+
     async def get_or_create(
         self,
         *,
@@ -207,21 +222,28 @@ class BuildCache:
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
+        progress: StageReporter = NO_PROGRESS,
     ) -> KnowledgeBaseLike:
         """A cached knowledge base for this recipe and these sources, or a fresh build.
 
         Recipes of other engines (any RecipeLike) are built each time, never cached.
+        `progress` shows the build's stages (parse, chunk, index).
         """
         if not isinstance(recipe, KnowledgeRecipe):
             self.stats.uncacheable += 1
-            return await recipe.create_knowledge_base(name=name, store=store, sources=sources)
+            with progress.stage("build", 1, "knowledge bases") as stage:
+                built = await recipe.create_knowledge_base(name=name, store=store, sources=sources)
+                stage.advance()
+            return built
         key = build_key(recipe, sources) if self.mode != "off" else None
         if key is not None and self.mode in ("read", "readwrite"):
             cached = self._load(key, recipe, name)
             if cached is not None:
                 self.stats.hits += 1
                 return cached
-        kb = await KnowledgeBase.create(recipe=recipe, name=name, store=store, sources=sources)
+        kb = await KnowledgeBase.create(
+            recipe=recipe, name=name, store=store, sources=sources, progress=progress
+        )
         if key is None:
             return kb
         self.stats.misses += 1

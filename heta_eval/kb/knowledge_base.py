@@ -12,6 +12,7 @@ from heta_eval.kb.documents import Chunk, RawSource
 from heta_eval.kb.indexes import Hits, SearchIndex, persistable
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
+from heta_eval.progress import NO_PROGRESS, StageReporter
 from heta_eval.records import (
     BuildStep,
     KnowledgeBaseManifest,
@@ -59,13 +60,20 @@ class KnowledgeBase:
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
+        progress: StageReporter = NO_PROGRESS,
     ) -> KnowledgeBase:
-        """Build a knowledge base from `sources` (keys in `store`) following `recipe`."""
-        return await asyncio.to_thread(cls._build, recipe, name, store, sources)
+        """Build a knowledge base from `sources` (keys in `store`) following `recipe`;
+        `progress` shows its parse, chunk and index stages."""
+        return await asyncio.to_thread(cls._build, recipe, name, store, sources, progress)
 
     @classmethod
     def _build(
-        cls, recipe: KnowledgeRecipe, name: str, store: ObjectStore, sources: Sequence[RawSource]
+        cls,
+        recipe: KnowledgeRecipe,
+        name: str,
+        store: ObjectStore,
+        sources: Sequence[RawSource],
+        progress: StageReporter = NO_PROGRESS,
     ) -> KnowledgeBase:
         started = time.perf_counter()
         steps: list[BuildStep] = []
@@ -74,11 +82,13 @@ class KnowledgeBase:
         t0 = time.perf_counter()
         parser = recipe.create_parser()
         parsed = []
-        for source in sources:
-            try:
-                parsed.append(parser.parse(source, store.get(source.key)))
-            except Exception as exc:
-                errors[source.key] = f"{type(exc).__name__}: {exc}"
+        with progress.stage("parse", len(sources), "documents") as stage:
+            for source in sources:
+                try:
+                    parsed.append(parser.parse(source, store.get(source.key)))
+                except Exception as exc:
+                    errors[source.key] = f"{type(exc).__name__}: {exc}"
+                stage.advance()
         steps.append(
             BuildStep(
                 name="parse",
@@ -91,8 +101,10 @@ class KnowledgeBase:
         t0 = time.perf_counter()
         chunker = recipe.create_chunker()
         chunks: list[Chunk] = []
-        for item in parsed:
-            chunks.extend(chunker.chunk(item))
+        with progress.stage("chunk", len(parsed), "documents") as stage:
+            for item in parsed:
+                chunks.extend(chunker.chunk(item))
+                stage.advance()
         steps.append(
             BuildStep(
                 name="chunk",
@@ -105,7 +117,9 @@ class KnowledgeBase:
         indexes: dict[str, SearchIndex] = {}
         for mode, builder in recipe.create_index_builders().items():
             t0 = time.perf_counter()
-            indexes[mode] = builder.build(chunks)
+            with progress.stage(f"index {mode}", len(chunks), "chunks") as stage:
+                indexes[mode] = builder.build(chunks)
+                stage.advance(len(chunks))
             steps.append(
                 BuildStep(
                     name=f"index:{mode}",

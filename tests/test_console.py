@@ -1,0 +1,45 @@
+"""What a run prints at its end: scores with CIs and counts, cache use, where to look."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from .conftest import CliRunner
+
+
+def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    first = run_cli("runner.progress=off")
+    assert first.returncode == 0, first.stderr
+    out = first.stdout
+    header = next(line for line in out.splitlines() if "query mode" in line)
+    for column in ("metric", "mean", "95% CI", "scored", "skipped", "failed"):
+        assert column in header
+    row = next(line for line in out.splitlines() if "evidence_recall@5" in line)
+    assert re.search(r"bm25 .* 0\.\d{4} .* \[0\.\d{3}, 1\.000\] .* 48 .* 0 .* 0", row)
+    assert "1 knowledge base(s): 1 built in " in out
+    assert (
+        "cache (readwrite): knowledge bases 0 hit(s), 1 miss(es), 1 written"
+        " · responses 0 hit(s), 48 miss(es)" in out
+    )
+    run_dir = Path(next(x for x in out.splitlines() if x.startswith("run directory: "))[15:])
+    assert (run_dir / "report.json").is_file()
+    root = tmp_path / "outputs"
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
+    tracking = next(x for x in out.splitlines() if x.startswith("tracking: "))
+    assert f"mlflow ui --backend-store-uri sqlite:///{root / 'mlflow.db'}" in tracking
+    assert run.info.run_id in tracking
+
+    again = run_cli("runner.progress=off", "runner.resume=false", "tracking=none")
+    assert again.returncode == 0, again.stderr
+    assert "1 knowledge base(s): 0 built in 0.00s, 1 loaded from the build cache" in again.stdout
+    assert (
+        "cache (readwrite): knowledge bases 1 hit(s), 0 miss(es), 0 written"
+        " · responses 48 hit(s), 0 miss(es)" in again.stdout
+    )
+    assert "tracking: tracking disabled" in again.stdout
