@@ -22,7 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from heta_eval.tracking.sweep import KIND_TAG, SWEEP_ID_FILE, SWEEP_ID_TAG, SWEEP_KIND
+from heta_eval.tracking.sweep import (
+    KIND_TAG,
+    OVERRIDES_TAG,
+    SWEEP_ID_FILE,
+    SWEEP_ID_TAG,
+    SWEEP_KIND,
+)
 
 RUN_COLUMNS = ("run_id", "run_name", "status", "start_time", "end_time", "experiment_id")
 PAGE = 1000
@@ -166,10 +172,28 @@ def load_runs(
     return frame
 
 
+def _overridden(frame: Any) -> list[str]:
+    """Param columns that the runs' command lines set (`recipe=bm25` stands for recipe.name)."""
+    keys: dict[str, None] = {}
+    for line in frame.get(f"tags.{OVERRIDES_TAG}", _empty_series()).dropna():
+        for override in str(line).split():
+            key = override.partition("=")[0].lstrip("+~")
+            keys.setdefault(key if "." in key else f"{key}.name", None)
+    return list(keys)
+
+
+def _empty_series() -> Any:
+    """An empty pandas Series (the default of a missing column)."""
+    import pandas as pd
+
+    return pd.Series([], dtype=object)
+
+
 def default_columns(frame: Any) -> list[str]:
     """What `heta-eval-runs` prints by default: the run name (benchmark/recipe overrides),
-    status, up to MAX_VARYING params that differ between the runs (locations and
-    descriptions left out), the mode-free headline metrics and the failed cases."""
+    status, up to MAX_VARYING params that differ between the runs (those the command lines
+    set first; locations and descriptions left out), the mode-free headline metrics and the
+    failed cases."""
     metrics = frame.attrs.get("metric_columns", [])
     params = frame.attrs.get("param_columns", [])
     headline = [c for c in metrics if "." not in c and "/" not in c]
@@ -180,6 +204,8 @@ def default_columns(frame: Any) -> list[str]:
         and not c.endswith("description")
         and frame[c].astype(str).nunique(dropna=False) > 1
     ]
+    first = [c for c in _overridden(frame) if c in varying]
+    varying = first + [c for c in varying if c not in first]
     wanted = ["run_name", "status", *varying[:MAX_VARYING], *headline, "cases.failed"]
     return [c for c in wanted if c in frame.columns]
 
