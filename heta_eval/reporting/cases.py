@@ -81,18 +81,25 @@ def worst_cases_section(report: EvaluationReport, metrics: list[str]) -> str:
     """One collapsible table per metric: its WORST_CASES lowest cases in the primary mode."""
     mode = report.primary_query_mode
     parts = []
+    opened = " open"  # the first table is shown unfolded
     for metric in metrics:
         worst = data.worst_cases(report, mode, metric) if mode else []
         if not worst:
+            values = data.metric_values(report, mode, metric) if mode else []
+            if values:
+                parts.append(
+                    f'<p class="muted">{_e(metric)}: all {len(values)} scored cases reached '
+                    f"{max(values):.4f}.</p>"
+                )
             continue
         rows = "".join(_case_row(n, v, r) for n, (v, r) in enumerate(worst, 1))
-        opened = " open" if metric == metrics[0] else ""
         parts.append(
             f"<details{opened}><summary>{_e(metric)} · {len(worst)} lowest</summary>"
             '<div class="scroll"><table><thead><tr><th>#</th><th>value</th><th>case</th>'
             f"<th>query</th><th>expected</th><th>retrieved (top {SHOWN_RETRIEVED}, provenance)"
             f"</th></tr></thead><tbody>{rows}</tbody></table></div></details>"
         )
+        opened = ""
     body = "".join(parts) or '<p class="muted">No scored cases.</p>'
     others = [m for m in report.query_modes if m != mode]
     elsewhere = (
@@ -102,8 +109,9 @@ def worst_cases_section(report: EvaluationReport, metrics: list[str]) -> str:
         else ""
     )
     return (
-        f'<section id="worst"><h2>Worst cases · {_e(mode or "")}</h2><p class="muted">The '
-        f"{data.WORST_CASES} lowest-scoring cases of each metric under the primary query mode "
-        "(ties by case id); ✓ marks a retrieved document that the case's evidence names."
+        f'<section id="worst"><h2>Worst cases · {_e(mode or "")}</h2><p class="muted">Up to '
+        f"{data.WORST_CASES} lowest-scoring cases of each metric under the primary query mode, "
+        "among those below the best value reached (ties by case id); ✓ marks a retrieved "
+        "document that the case's evidence names."
         f"{elsewhere}</p>{body}</section>"
     )

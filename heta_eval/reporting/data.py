@@ -76,15 +76,20 @@ def latency_stats(values: Sequence[float]) -> LatencyStats | None:
 def worst_cases(
     report: EvaluationReport, mode: str, metric: str, limit: int = WORST_CASES
 ) -> list[tuple[float, EvaluationCaseResult]]:
-    """The `limit` lowest-scoring results of `metric` under `mode` (ties by case id)."""
+    """The `limit` lowest-scoring results of `metric` under `mode` (ties by unit and case id),
+    among those below the best value any case reached (cases at the top are not failures)."""
     scored = []
     for result in report.case_results:
         if result.query_mode == mode:
             value = result.score(metric)
             if value is not None:
                 scored.append((value, result))
-    scored.sort(key=lambda item: (item[0], item[1].unit_id, item[1].case_id))
-    return scored[:limit]
+    if not scored:
+        return []
+    best = max(value for value, _ in scored)
+    below = [item for item in scored if item[0] < best]
+    below.sort(key=lambda item: (item[0], item[1].unit_id, item[1].case_id))
+    return below[:limit]
 
 
 @dataclass(frozen=True)
