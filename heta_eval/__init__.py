@@ -54,4 +54,14 @@ __all__ = [
     "RunnerSettings",
     "SourceRef",
     "__version__",
+    "load_runs",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # `load_runs` needs pandas and MLflow; import them only when it is asked for.
+    if name == "load_runs":
+        from heta_eval.tracking.runs_frame import load_runs
+
+        return load_runs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

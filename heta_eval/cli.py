@@ -29,6 +29,17 @@ def config_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "conf"
 
 
+def _write_html_report(report: EvaluationReport, out: Path) -> dict[str, Path]:
+    """Write report.html beside report.json; a failure to render never fails the run."""
+    from heta_eval.reporting import REPORT_HTML, write_html_report
+
+    try:
+        return {"html": write_html_report(report, out / REPORT_HTML)}
+    except Exception as exc:
+        log.warning("could not write %s: %s: %s", out / REPORT_HTML, type(exc).__name__, exc)
+        return {}
+
+
 def _run_tags(
     components: RunComponents, overrides: list[str], sweep_id: str | None = None
 ) -> dict[str, str]:
@@ -73,6 +84,7 @@ async def _execute(
             components.tracker.run_id = completed.tracking_run_id
         if completed.report.resolve() != (settings.output_dir / "report.json").resolve():
             shutil.copyfile(completed.report, settings.output_dir / "report.json")
+            _write_html_report(report, settings.output_dir)
         return report
     journal = state.journal()
     runner = components.runner(journal=journal)
@@ -99,7 +111,9 @@ async def _execute(
         out = settings.output_dir
         resolved_yaml = out / "config.resolved.yaml"
         resolved_yaml.write_text(OmegaConf.to_yaml(components.resolved), encoding="utf-8")
-        tracker.log_report(report, {"report": out / "report.json", "config": resolved_yaml})
+        artifacts = {"report": out / "report.json", "config": resolved_yaml}
+        artifacts.update(_write_html_report(report, out))
+        tracker.log_report(report, artifacts)
     except BaseException:
         journal.close()
         tracker.end("FAILED")

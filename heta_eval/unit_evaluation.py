@@ -25,6 +25,7 @@ from heta_eval.records import (
     QueryResponse,
     RetrievedItem,
 )
+from heta_eval.records.evaluation import expected_for_report
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class UnitEvaluator:
             "query_mode": mode,
             "query": case.query,
             "labels": self.labels(case),
+            "expected": expected_for_report(case.expected),
         }
         key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.top_k)
         cached = self.cache.get_response(key) if key is not None else None
@@ -176,6 +178,7 @@ class UnitEvaluator:
                     query_mode=mode,
                     query=case.query,
                     labels=self.labels(case),
+                    expected=expected_for_report(case.expected),
                     error=failure,
                 )
                 for case, mode in todo

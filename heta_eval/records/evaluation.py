@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
-from heta_eval.records.benchmark import BenchmarkManifest
+from heta_eval.records.benchmark import BenchmarkEvidence, BenchmarkExpected, BenchmarkManifest
 from heta_eval.records.query import KnowledgeBaseManifest
 
 REPORT_SCHEMA_VERSION = "1"
@@ -59,6 +59,32 @@ class RetrievedItem(Record):
     page_index: int | None = None
 
 
+EVIDENCE_TEXT_CHARS = 1000  # evidence text kept in a case result (reports show it)
+
+
+def expected_for_report(expected: BenchmarkExpected) -> BenchmarkExpected | None:
+    """What a case expected, in the compact form a case result keeps for reports.
+
+    Answers, evidence reference ids and locators are kept; evidence text is cut to
+    EVIDENCE_TEXT_CHARS and only scalar metadata (e.g. a BEIR relevance grade) is kept, so
+    that large per-case annotations do not inflate every result. None when nothing is expected.
+    """
+    if not expected.answers and not expected.evidence:
+        return None
+    evidence = tuple(
+        BenchmarkEvidence(
+            reference_id=item.reference_id,
+            locator=item.locator,
+            text=None if item.text is None else item.text[:EVIDENCE_TEXT_CHARS],
+            metadata={
+                k: v for k, v in item.metadata.items() if isinstance(v, str | int | float | bool)
+            },
+        )
+        for item in expected.evidence
+    )
+    return BenchmarkExpected(answers=expected.answers, evidence=evidence)
+
+
 class EvaluationCaseResult(Record):
     """The outcome of one case under one query mode."""
 
@@ -72,6 +98,9 @@ class EvaluationCaseResult(Record):
     scores: tuple[EvaluationScore, ...] = ()
     retrieved: tuple[RetrievedItem, ...] = ()
     answer: str | None = None
+    expected: BenchmarkExpected | None = Field(
+        default=None, description="the case's expected answers and evidence (compact form)"
+    )
     latency_seconds: float | None = Field(default=None, ge=0)
     scoring_seconds: float | None = Field(default=None, ge=0)
     error: EvaluationError | None = None
@@ -118,6 +147,19 @@ class EvaluationReport(Record):
     finished_at: datetime
     schema_version: str = REPORT_SCHEMA_VERSION
     metadata: JsonDict = Field(default_factory=dict)
+
+    @property
+    def primary_query_mode(self) -> str | None:
+        """The query mode that stands for the recipe in headline numbers.
+
+        The recipe's `metadata.primary_query_mode` when it was evaluated, else the last
+        evaluated mode (recipes list their fused or final mode last, e.g. `[bm25, dense,
+        hybrid]`); None when no mode was evaluated.
+        """
+        chosen = (self.recipe_manifest.get("metadata") or {}).get("primary_query_mode")
+        if chosen in self.query_modes:
+            return str(chosen)
+        return self.query_modes[-1] if self.query_modes else None
 
     @property
     def failed_cases(self) -> tuple[EvaluationCaseResult, ...]:

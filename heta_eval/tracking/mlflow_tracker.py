@@ -9,11 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records import EvaluationReport
-from heta_eval.tracking.naming import flat_params, metric_name
+from heta_eval.tracking.naming import (
+    PRIMARY_MODE_TAG,
+    benchmark_dataset,
+    flat_params,
+    headline_metrics,
+    metric_name,
+    run_params,
+)
 
 PARAMS_PER_BATCH = 100  # MLflow's per-request limits
 METRICS_PER_BATCH = 1000
 CASE_TABLE = "case_results.json"
+TOP_DOCUMENTS = 5  # distinct retrieved document ids shown per case in the table
 
 
 def default_tracking_uri(root: Path) -> str:
@@ -34,6 +42,7 @@ def _percentile(values: Sequence[float], q: float) -> float:
 def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     """(MLflow metric name, value, step) for everything numeric a run should show."""
     metrics = [(metric_name(k), v, 0) for k, v in sorted(report.score_summary.items())]
+    metrics += [(name, value, 0) for name, value in headline_metrics(report)]
     for key, detail in sorted(report.score_details.items()):
         for stat in ("scored", "skipped", "undetermined", "failed", "std", "ci_low", "ci_high"):
             value = getattr(detail, stat)
@@ -73,26 +82,40 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
 
 
 def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
-    """Per-case results as columns: ids, one column per metric, latency and error."""
+    """Per-case results as columns: ids, query, slice labels, one column per metric,
+    latency, error, the answer given and the top retrieved documents."""
     metrics = list(report.metadata.get("evaluators", ()))
+    labels = sorted({k for r in report.case_results for k in r.labels})
+    answers = any(r.answer is not None for r in report.case_results)
     columns: dict[str, list[Any]] = {
         "case_id": [],
         "unit_id": [],
         "query_mode": [],
+        "query": [],
+        **{f"label.{k}": [] for k in labels},
         **{m: [] for m in metrics},
         "latency_seconds": [],
         "error": [],
+        **({"answer": []} if answers else {}),
+        "top_documents": [],
     }
     for result in report.case_results:
         columns["case_id"].append(result.case_id)
         columns["unit_id"].append(result.unit_id)
         columns["query_mode"].append(result.query_mode)
+        columns["query"].append(result.query)
+        for k in labels:
+            columns[f"label.{k}"].append(result.labels.get(k))
         for m in metrics:
             columns[m].append(result.score(m))
         columns["latency_seconds"].append(result.latency_seconds)
         columns["error"].append(
             None if result.error is None else f"{result.error.error_type}: {result.error.message}"
         )
+        if answers:
+            columns["answer"].append(result.answer)
+        top = dict.fromkeys(item.document_id for item in result.retrieved)
+        columns["top_documents"].append(" ".join(list(top)[:TOP_DOCUMENTS]))
     return columns
 
 
@@ -185,7 +208,9 @@ class MlflowTracker:
         return True
 
     def log_report(self, report: EvaluationReport, artifacts: Mapping[str, Path]) -> None:
-        from mlflow.entities import Metric
+        """Log the report's metrics, what was evaluated (params, tag, dataset input), the
+        per-case table and the artifacts (report.json, report.html, the resolved config)."""
+        from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 
         if self.run_id is None:
             raise RuntimeError("MlflowTracker.log_report called before start")
@@ -193,6 +218,13 @@ class MlflowTracker:
         metrics = [Metric(k, float(v), stamp, step) for k, v, step in report_metrics(report)]
         for batch in _chunks(metrics, METRICS_PER_BATCH):
             self.client.log_batch(self.run_id, metrics=list(batch))
+        params = [Param(k, v) for k, v in run_params(report).items()]
+        tags = [RunTag(PRIMARY_MODE_TAG, report.primary_query_mode or "")]
+        self.client.log_batch(self.run_id, params=params, tags=tags)
+        dataset = DatasetInput(
+            benchmark_dataset(report), tags=[InputTag("mlflow.data.context", "evaluation")]
+        )
+        self.client.log_inputs(self.run_id, datasets=[dataset])
         if self.log_case_table and report.case_results:
             self.client.log_table(self.run_id, data=case_table(report), artifact_file=CASE_TABLE)
         for path in artifacts.values():

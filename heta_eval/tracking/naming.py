@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import statistics
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from heta_eval.records import EvaluationReport
 from heta_eval.secrets import mask_secrets
 
 MAX_PARAM_VALUE = 6000  # MLflow's limit on a param value
@@ -43,3 +46,97 @@ def param_value(value: Any) -> str:
 def flat_params(config: Mapping[str, Any]) -> dict[str, str]:
     """Flattened, secret-masked, length-safe params for a resolved config."""
     return {key: param_value(value) for key, value in flatten(mask_secrets(config))}
+
+
+# -- what a run evaluated, named the same way for every recipe ------------------------------
+
+PRIMARY_MODE_TAG = "heta_eval.primary_query_mode"
+RUN_PARAM_PREFIX = "eval."
+HEADLINE_STATS = ("ci_low", "ci_high")
+
+
+def headline_metrics(report: EvaluationReport) -> list[tuple[str, float]]:
+    """The primary query mode's metrics under mode-free names (`ndcg_at_10`, with
+    `ndcg_at_10.ci_low` / `.ci_high` and `latency_p50_seconds` / `latency_p95_seconds`), so
+    that runs of recipes whose modes differ (bm25, dense, hybrid) share columns in MLflow.
+    The mode-prefixed names (`bm25.ndcg_at_10`) are logged as well."""
+    mode = report.primary_query_mode
+    if mode is None:
+        return []
+    prefix = f"{mode}."
+    found: list[tuple[str, float]] = []
+    for key, value in sorted(report.score_summary.items()):
+        if key.startswith(prefix):
+            found.append((metric_name(key[len(prefix) :]), value))
+    for key, detail in sorted(report.score_details.items()):
+        if key.startswith(prefix):
+            for stat in HEADLINE_STATS:
+                value = getattr(detail, stat)
+                if value is not None:
+                    found.append((metric_name(f"{key[len(prefix) :]}.{stat}"), float(value)))
+    latencies = sorted(
+        r.latency_seconds
+        for r in report.case_results
+        if r.query_mode == mode and r.latency_seconds is not None
+    )
+    if latencies:
+        found.append(("latency_p50_seconds", _percentile(latencies, 50)))
+        found.append(("latency_p95_seconds", _percentile(latencies, 95)))
+    return found
+
+
+def _percentile(values: list[float], q: int) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def run_params(report: EvaluationReport) -> dict[str, str]:
+    """Params that say what was evaluated, with the same keys for every recipe and benchmark
+    (`eval.benchmark`, `eval.primary_query_mode`, `eval.query_modes`, `eval.top_k`,
+    `eval.cases`), whatever the configuration spelled (e.g. `runner.top_k=null`)."""
+    cases = len({(r.unit_id, r.case_id) for r in report.case_results})
+    values = {
+        "benchmark": report.benchmark.key,
+        "primary_query_mode": report.primary_query_mode,
+        "query_modes": ",".join(report.query_modes),
+        "top_k": report.metadata.get("top_k"),
+        "cases": cases,
+    }
+    return {RUN_PARAM_PREFIX + k: param_value(v) for k, v in values.items()}
+
+
+def benchmark_digest(report: EvaluationReport) -> str:
+    """A short fingerprint of the evaluated data: benchmark key and the evaluated case ids."""
+    digest = hashlib.sha256(report.benchmark.key.encode("utf-8"))
+    for unit_id, case_id in sorted({(r.unit_id, r.case_id) for r in report.case_results}):
+        digest.update(f"\0{unit_id}\0{case_id}".encode())
+    return digest.hexdigest()[:16]
+
+
+def benchmark_dataset(report: EvaluationReport) -> Any:
+    """The benchmark as an MLflow dataset entity (name, digest, source, profile), logged as
+    the run's input so that MLflow's runs table shows which benchmark each run evaluated."""
+    import json
+
+    from mlflow.entities import Dataset
+
+    manifest = report.benchmark
+    if manifest.homepage:
+        source_type, source = "http", {"url": manifest.homepage}
+    else:
+        source_type, source = "code", {"tags": {"heta_eval.benchmark": manifest.key}}
+    profile = {
+        "benchmark": manifest.key,
+        "task_type": manifest.task_type,
+        "build_scope": manifest.build_scope,
+        "cases": len({(r.unit_id, r.case_id) for r in report.case_results}),
+        "units": len(report.knowledge_base_manifests),
+    }
+    return Dataset(
+        name=manifest.name,
+        digest=benchmark_digest(report),
+        source_type=source_type,
+        source=json.dumps(source),
+        profile=json.dumps(profile),
+    )

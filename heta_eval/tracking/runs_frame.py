@@ -1,0 +1,317 @@
+"""Runs of an experiment or a sweep as one pandas DataFrame (one row per run), for notebooks.
+
+`load_runs()` reads MLflow directly; `heta-eval-runs` (or `python -m
+heta_eval.tracking.runs_frame`) prints the table or writes it to CSV, Parquet or JSON.
+
+Columns: `run_id`, `run_name`, `status`, `start_time`, `end_time`, `experiment_id`, then
+the tags as `tags.<key>` (tags repeat some param names, e.g. `recipe.name`, so they keep their
+prefix), then the metrics and params under their own names (`ndcg_at_10`,
+`bm25.ndcg_at_10`, `recipe.chunk_size`, `eval.top_k`). A name that is both a param and a
+metric keeps MLflow's `params.` / `metrics.` prefix on both; `prefixes=True` keeps every
+prefix. Param values are text in MLflow; a param column whose values all read as numbers
+becomes numeric, and the value `null` (a config's None) becomes missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from heta_eval.tracking.sweep import (
+    KIND_TAG,
+    OVERRIDES_TAG,
+    SWEEP_ID_FILE,
+    SWEEP_ID_TAG,
+    SWEEP_KIND,
+)
+
+RUN_COLUMNS = ("run_id", "run_name", "status", "start_time", "end_time", "experiment_id")
+PAGE = 1000
+# Params that differ between runs for reasons other than what was evaluated.
+_LOCATION_PARAMS = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir",
+                    "runner.state_dir", "runner.cache_dir", "runner.workspace_dir")  # fmt: skip
+MAX_VARYING = 4
+
+
+class RunsError(Exception):
+    """The store, experiment or sweep asked for cannot be found."""
+
+
+def resolve_tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str:
+    """The URI given, else MLFLOW_TRACKING_URI, else the SQLite store `{root}/mlflow.db`
+    that `heta-eval` writes by default (which must exist)."""
+    from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+
+    if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"):
+        return str(tracking_uri or os.environ["MLFLOW_TRACKING_URI"])
+    store = Path(root).expanduser() / "mlflow.db"
+    if not store.is_file():
+        raise RunsError(
+            f"no MLflow store at {store}: pass the --root that heta-eval wrote to "
+            "(paths.root, default ./outputs) or --tracking-uri"
+        )
+    return default_tracking_uri(Path(root).expanduser())
+
+
+def resolve_sweep_id(sweep: str | os.PathLike[str]) -> str:
+    """A sweep id as given, or read from a sweep directory (`outputs/multiruns/...`)."""
+    path = Path(sweep).expanduser()
+    if path.is_dir():
+        marker = path / SWEEP_ID_FILE
+        if not marker.is_file():
+            raise RunsError(f"{path} is not a tracked sweep directory (no {SWEEP_ID_FILE})")
+        return marker.read_text(encoding="utf-8").strip()
+    return str(sweep)
+
+
+def _search(client: Any, experiment_id: str, filter_string: str) -> list[Any]:
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id],
+            filter_string=filter_string,
+            max_results=PAGE,
+            order_by=["attributes.start_time ASC"],
+            page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _numeric(values: list[Any]) -> list[Any]:
+    """Param texts as numbers when every present value is one; `null` as missing."""
+    cleaned = [None if v in (None, "null", "None") else v for v in values]
+    present = [v for v in cleaned if v is not None]
+    try:
+        numbers = [float(v) for v in present]
+    except ValueError:
+        return cleaned
+    if present and all(
+        n.is_integer() and "." not in v for n, v in zip(numbers, present, strict=True)
+    ):
+        return [None if v is None else int(v) for v in cleaned]
+    return [None if v is None else float(v) for v in cleaned]
+
+
+def load_runs(
+    experiment: str = "heta_eval",
+    *,
+    sweep_id: str | os.PathLike[str] | None = None,
+    tracking_uri: str | None = None,
+    root: str | os.PathLike[str] = "outputs",
+    include_sweep_parents: bool = False,
+    prefixes: bool = False,
+) -> Any:
+    """The runs of `experiment` (or only those of one sweep) as a pandas DataFrame.
+
+    `sweep_id` is the `heta_eval.sweep_id` tag of a sweep's runs, or the sweep's directory.
+    The store is `tracking_uri`, else MLFLOW_TRACKING_URI, else `{root}/mlflow.db`. Sweep
+    parent runs (which hold a sweep's summary) are left out unless `include_sweep_parents`.
+    One row per run, oldest first; see the module docstring for the columns.
+    """
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    uri = resolve_tracking_uri(tracking_uri, root)
+    client = MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        names = sorted(e.name for e in client.search_experiments())
+        raise RunsError(f"no experiment {experiment!r} in {uri}; experiments: {names}")
+    filter_string = ""
+    if sweep_id is not None:
+        sid = resolve_sweep_id(sweep_id)
+        filter_string = f"tags.`{SWEEP_ID_TAG}` = '{sid}'"
+    runs = _search(client, found.experiment_id, filter_string)
+    if not include_sweep_parents:
+        runs = [r for r in runs if r.data.tags.get(KIND_TAG) != SWEEP_KIND]
+    if sweep_id is not None and not runs:
+        raise RunsError(f"no runs of sweep {sid!r} in experiment {experiment!r} ({uri})")
+
+    tag_keys = sorted({k for r in runs for k in r.data.tags if not k.startswith("mlflow.")})
+    metric_keys = sorted({k for r in runs for k in r.data.metrics})
+    param_keys = sorted({k for r in runs for k in r.data.params})
+    clash = set() if prefixes else set(metric_keys) & set(param_keys)
+
+    def metric_col(key: str) -> str:
+        return f"metrics.{key}" if prefixes or key in clash else key
+
+    def param_col(key: str) -> str:
+        return f"params.{key}" if prefixes or key in clash else key
+
+    columns: dict[str, list[Any]] = {
+        "run_id": [r.info.run_id for r in runs],
+        "run_name": [r.info.run_name for r in runs],
+        "status": [r.info.status for r in runs],
+        "start_time": [pd.to_datetime(r.info.start_time, unit="ms", utc=True) for r in runs],
+        "end_time": [
+            pd.to_datetime(r.info.end_time, unit="ms", utc=True) if r.info.end_time else pd.NaT
+            for r in runs
+        ],
+        "experiment_id": [r.info.experiment_id for r in runs],
+    }
+    for key in tag_keys:
+        columns[f"tags.{key}"] = [r.data.tags.get(key) for r in runs]
+    # Mode-free headline metrics (no `.` or `/`) first, then the rest in name order.
+    for key in sorted(metric_keys, key=lambda k: ("." in k or "/" in k, k)):
+        columns[metric_col(key)] = [r.data.metrics.get(key) for r in runs]
+    for key in param_keys:
+        columns[param_col(key)] = _numeric([r.data.params.get(key) for r in runs])
+    frame = pd.DataFrame(columns)
+    # Which columns are metrics and which params, for callers that strip no prefixes.
+    frame.attrs["metric_columns"] = [metric_col(k) for k in metric_keys]
+    frame.attrs["param_columns"] = [param_col(k) for k in param_keys]
+    return frame
+
+
+def _overridden(frame: Any) -> list[str]:
+    """Param columns that the runs' command lines set (`recipe=bm25` stands for recipe.name)."""
+    keys: dict[str, None] = {}
+    for line in frame.get(f"tags.{OVERRIDES_TAG}", _empty_series()).dropna():
+        for override in str(line).split():
+            key = override.partition("=")[0].lstrip("+~")
+            keys.setdefault(key if "." in key else f"{key}.name", None)
+    return list(keys)
+
+
+def _empty_series() -> Any:
+    """An empty pandas Series (the default of a missing column)."""
+    import pandas as pd
+
+    return pd.Series([], dtype=object)
+
+
+def default_columns(frame: Any) -> list[str]:
+    """What `heta-eval-runs` prints by default: the run name (benchmark/recipe overrides),
+    status, up to MAX_VARYING params that differ between the runs (those the command lines
+    set first; locations and descriptions left out), the mode-free headline metrics and the
+    failed cases."""
+    metrics = frame.attrs.get("metric_columns", [])
+    params = frame.attrs.get("param_columns", [])
+    headline = [c for c in metrics if "." not in c and "/" not in c]
+    varying = [
+        c
+        for c in params
+        if not c.removeprefix("params.").startswith(_LOCATION_PARAMS)
+        and not c.endswith("description")
+        and frame[c].astype(str).nunique(dropna=False) > 1
+    ]
+    first = [c for c in _overridden(frame) if c in varying]
+    varying = first + [c for c in varying if c not in first]
+    wanted = ["run_name", "status", *varying[:MAX_VARYING], *headline, "cases.failed"]
+    return [c for c in wanted if c in frame.columns]
+
+
+def select_columns(frame: Any, patterns: Sequence[str]) -> list[str]:
+    """Columns matching any of the shell-style `patterns`, in the frame's order."""
+    return [c for c in frame.columns if any(fnmatch.fnmatchcase(c, p) for p in patterns)]
+
+
+def write_frame(frame: Any, path: Path) -> Path:
+    """Write the frame as CSV, Parquet or JSON records, chosen by the file's suffix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix in {".parquet", ".pq"}:
+        frame.to_parquet(path, index=False)
+    elif suffix == ".json":
+        frame.to_json(path, orient="records", date_format="iso", indent=1)
+    else:
+        raise RunsError(f"--output {path}: expected a .csv, .parquet or .json file")
+    return path
+
+
+def _cell(value: Any, whole: bool) -> str:
+    import pandas as pd
+
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.0f}" if whole else f"{value:.4f}"
+    if isinstance(value, pd.Timestamp):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def print_frame(frame: Any, columns: Sequence[str]) -> None:
+    """Print the chosen columns as a rich table, one row per run."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"{len(frame)} runs")
+    whole = {}
+    for column in columns:
+        values = frame[column].dropna()
+        numeric = frame[column].dtype.kind in "fiu"
+        # Counts (cases.failed) print as integers, scores always with 4 decimals.
+        whole[column] = numeric and bool(len(values)) and bool((values % 1 == 0).all())
+        whole[column] = whole[column] and not (values.between(0, 1).all() and values.max() < 2)
+        whole[column] = whole[column] or column.startswith("cases.")
+        table.add_column(
+            escape(column.removeprefix("tags.")),
+            justify="right" if numeric else "left",
+            overflow="fold",
+            no_wrap=column == "run_name",
+        )
+    for _, row in frame.iterrows():
+        table.add_row(*(escape(_cell(row[c], whole[c])) for c in columns))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 200))  # a pipe or file: don't squeeze
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`heta-eval-runs`: print (or write) the runs of an experiment or sweep as a table."""
+    parser = argparse.ArgumentParser(
+        prog="heta-eval-runs",
+        description="The runs of an MLflow experiment or of one sweep, one row per run.",
+    )
+    parser.add_argument("--experiment", default="heta_eval", help="MLflow experiment name")
+    parser.add_argument("--sweep", help="a sweep id (tag heta_eval.sweep_id) or sweep directory")
+    parser.add_argument(
+        "--root", default="outputs", help="paths.root of the runs (store ROOT/mlflow.db)"
+    )
+    parser.add_argument("--tracking-uri", help="MLflow tracking URI (overrides --root)")
+    parser.add_argument(
+        "--output", "-o", type=Path, help="write all columns to .csv/.parquet/.json"
+    )
+    parser.add_argument(
+        "--columns", nargs="+", metavar="PATTERN", help="columns to print (shell patterns)"
+    )
+    parser.add_argument(
+        "--include-sweep-parents", action="store_true", help="also list sweep parent runs"
+    )
+    args = parser.parse_args(argv)
+    try:
+        frame = load_runs(
+            args.experiment,
+            sweep_id=args.sweep,
+            tracking_uri=args.tracking_uri,
+            root=args.root,
+            include_sweep_parents=args.include_sweep_parents,
+        )
+        if args.output is not None:
+            path = write_frame(frame, args.output)
+            print(f"{len(frame)} runs, {len(frame.columns)} columns written to {path}")
+            return 0
+    except RunsError as exc:
+        print(f"heta-eval-runs: {exc}", file=sys.stderr)
+        return 2
+    columns = select_columns(frame, args.columns) if args.columns else default_columns(frame)
+    print_frame(frame, columns)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
