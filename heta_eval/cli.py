@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import shutil
 import sys
@@ -15,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval import __version__
 from heta_eval.assembly import ConfigError, RunComponents, assemble
 from heta_eval.code_version import code_version, git_commit
+from heta_eval.failure_policy import FailureRateExceededError, check_failure_rate
 from heta_eval.records import EvaluationReport
 from heta_eval.run_state import RunState
 
@@ -100,8 +103,10 @@ async def _execute(
         resolved_yaml = out / "config.resolved.yaml"
         resolved_yaml.write_text(OmegaConf.to_yaml(components.resolved), encoding="utf-8")
         tracker.log_report(report, {"report": out / "report.json", "config": resolved_yaml})
+        check_failure_rate(report, settings.max_failure_rate)
     except BaseException:
-        journal.close()
+        with contextlib.suppress(OSError):  # the error being raised says more
+            journal.close()
         tracker.end("FAILED")
         raise
     tracker.end("FINISHED")
@@ -162,12 +167,32 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(2)
-    except (BenchmarkError, BenchmarkDataError, DownloadError) as exc:
+    except OSError as exc:
+        if exc.errno not in _DISK_FULL:
+            raise
+        # A full disk or a file size limit: say which file; what was finished stays valid.
+        print(f"heta-eval: {describe_write_error(exc)}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
+    except (BenchmarkError, BenchmarkDataError, DownloadError, FailureRateExceededError) as exc:
         # Data problems are the user's to fix; a traceback would hide the message.
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
+
+
+_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def describe_write_error(exc: OSError) -> str:
+    """`cannot write FILE: No space left on device ...` for a failed write."""
+    where = exc.filename or "a file"
+    return (
+        f"cannot write {where}: {exc.strerror} (disk full or file size limit); "
+        "results finished before it are kept: free space and run again to resume"
+    )
 
 
 def main() -> None:

@@ -123,7 +123,8 @@ def test_evaluator_groups_extend_or_replace(composer) -> None:
         (["runner.limit=0"], "runner.limit: Input should be greater than 0"),
         (
             ["runner.query_modes=[dense]"],
-            "runner.query_modes: ['dense'] are not offered by recipe 'bm25'; allowed: ['bm25']",
+            "runner.query_modes: ['dense'] are not offered by recipe 'bm25'; "
+            "allowed (recipe.query_modes): ['bm25']",
         ),
         (["recipe.chunk_size=0"], "recipe.chunk_size: Input should be greater than 0"),
         (["recipe.chunk_size=8", "recipe.chunk_overlap=8"], "must be smaller than chunk_size (8)"),
