@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import re
 import tracemalloc
 from pathlib import Path
 
