@@ -230,7 +230,8 @@ class BenchmarkRunner:
                 except Exception as exc:
                     if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
                         # Not this document's fault: every later one would fail too.
-                        raise OSError(exc.errno, exc.strerror, str(key)) from exc
+                        where = getattr(self.store, "path_of", lambda k: k)(key)
+                        raise OSError(exc.errno, exc.strerror, str(where)) from exc
                     errors[document.document_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("document %s could not be stored: %s", document.document_id, exc)
                     continue

@@ -14,7 +14,7 @@ from pathlib import Path
 from heta_eval.journal import CaseJournal
 
 from ..conftest import CliRunner
-from .conftest import read_report, report_path
+from .conftest import jsonl_args, read_report, report_path, write_jsonl
 
 # Runs `python -m heta_eval ARGS` with every file it writes limited to LIMIT bytes.
 LIMITED = (
@@ -93,3 +93,18 @@ def test_a_full_disk_while_writing_the_report_keeps_the_journal_and_no_partial_f
     resumed = read_report(report_path(again.stdout))
     assert resumed.metadata["resumed_cases"] == 48
     assert resumed.score_summary == read_report(report).score_summary
+
+
+def test_a_full_disk_while_storing_documents_stops_the_run_naming_the_object(
+    tmp_path: Path,
+) -> None:
+    big = {"document_id": "big", "text": "kelp forest " * 20_000}  # 240 kB
+    docs = write_jsonl(tmp_path / "docs.jsonl", [{"document_id": "a", "text": "alpha"}, big])
+    cases = write_jsonl(tmp_path / "cases.jsonl", [{"case_id": "q", "query": "kelp"}])
+    proc = _limited(tmp_path, 100_000, *jsonl_args(docs, cases), "tracking=none")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    target = tmp_path / "outputs" / "store" / "raw" / "benchmarks" / "jsonl" / "test" / "big"
+    assert f"heta-eval: cannot write {target / 'big.txt'}: File too large" in proc.stderr
+    assert not target.exists() or not list(target.iterdir())  # no partial object
+    assert not list((tmp_path / "outputs").rglob("report.json"))
