@@ -123,6 +123,8 @@ def run(cfg: DictConfig) -> EvaluationReport:
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        check_search_objective(cfg, hydra_cfg)
     components = assemble(cfg)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     parent = sweep_id = None
@@ -137,6 +139,17 @@ def run(cfg: DictConfig) -> EvaluationReport:
         tracking=components.tracker.describe(),
     )
     return report
+
+
+def check_search_objective(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """A search sweeper (Optuna) needs `optimized_metric`; refuse before the first trial."""
+    target = str(OmegaConf.select(hydra_cfg, "sweeper._target_", default="") or "")
+    if "optuna" in target.lower() and not cfg.get("optimized_metric"):
+        raise ConfigError(
+            "optimized_metric: a value is required by the hyperparameter search "
+            f"(hydra.sweeper: {target}); set optimized_metric={{query_mode}}.{{metric}}, "
+            "e.g. optimized_metric=bm25.ndcg@10"
+        )
 
 
 def objective(report: EvaluationReport, metric: str | None) -> float | None:

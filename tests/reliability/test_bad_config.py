@@ -108,3 +108,16 @@ def test_conflicting_options_are_refused_naming_both_keys(
     stderr = _fails(run_cli, tmp_path, args)
     for key in keys:
         assert key in stderr
+
+
+def test_a_search_without_optimized_metric_stops_before_the_first_trial(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    # It used to run every trial, then fail in Optuna with "No trials are completed yet".
+    proc = run_cli(
+        "-m", "hparams_search=bm25_optuna", "optimized_metric=null", "hydra.sweeper.n_trials=2"
+    )
+    assert proc.returncode != 0
+    assert "optimized_metric: a value is required by the hyperparameter search" in proc.stderr
+    assert not list((tmp_path / "outputs").rglob("report.json"))
+    assert "No trials are completed" not in proc.stderr
