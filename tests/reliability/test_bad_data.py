@@ -18,7 +18,7 @@ from heta_eval.kb.documents import RawSource
 from heta_eval.kb.parsing import PlainTextParser
 from heta_eval.records import BenchmarkWorkspace
 
-from ..conftest import CliRunner
+from ..conftest import CliRunner, load_benchmark
 from .conftest import jsonl_args, nothing_written, read_report, report_path, write_jsonl
 
 CASES = [
@@ -203,3 +203,20 @@ def test_a_huge_document_is_chunked_in_bounded_memory(tmp_path: Path, megabytes:
     assert peak < 4 * size, f"peak {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB file"
     assert chunks[-1].end_char == len(parsed.text.rstrip())
     assert len(chunks) == pytest.approx(len(parsed.text.split()) / 180, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "line", "byte"), [("utf-16", 1, 0), ("cp1252", 2, 60)], ids=["utf16", "cp1252"]
+)
+def test_other_encodings_name_the_line_and_byte(
+    tmp_path: Path, encoding: str, line: int, byte: int
+) -> None:
+    from heta_eval.benchmarks import BenchmarkDataError, JsonlBenchmark
+
+    docs = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    cases = tmp_path / "cases.jsonl"
+    text = '{"case_id": "q1", "query": "a"}\n{"case_id": "q2", "query": "\u20ac uro"}\n'
+    cases.write_bytes(text.encode(encoding))
+    with pytest.raises(BenchmarkDataError) as info:
+        load_benchmark(JsonlBenchmark(docs, cases), tmp_path)
+    assert str(info.value).startswith(f"{cases}:{line}: not valid UTF-8 at byte {byte} ")
