@@ -43,6 +43,8 @@ _RUNNER_NOT_HASHED = {
     "state_dir",
     "progress",
     "dry_run",
+    "strict",
+    "max_failure_rate",
 }
 
 
@@ -161,6 +163,36 @@ def _evaluators(
     return tuple(chosen)
 
 
+def check_combinations(
+    resolved: Mapping[str, Any],
+    modes: tuple[str, ...],
+    evaluators: tuple[BenchmarkEvaluatorProtocol, ...],
+    settings: RunnerSettings,
+    benchmark: BenchmarkProtocol,
+) -> None:
+    """Options that are valid alone but not together: refused (or warned) before any work."""
+    metric = resolved.get("optimized_metric")
+    if metric:
+        produced = [f"{mode}.{e.name}" for mode in modes for e in evaluators]
+        if metric not in produced:
+            raise ConfigError(
+                f"optimized_metric: {metric!r} is not a score this run produces "
+                f"({{runner.query_modes}}.{{evaluator name}}); available: {produced}"
+            )
+    top_k = settings.top_k or int(getattr(benchmark, "default_top_k", 10))
+    deeper = [
+        e.name for e in evaluators if isinstance(k := getattr(e, "k", None), int) and k > top_k
+    ]
+    if deeper:
+        log.warning(
+            "runner.top_k=%d retrieves fewer results than evaluators %s look at; they are "
+            "computed over %d results",
+            top_k,
+            deeper,
+            top_k,
+        )
+
+
 def assemble(cfg: DictConfig) -> RunComponents:
     """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
     resolved = resolve_config(cfg)
@@ -185,9 +217,10 @@ def assemble(cfg: DictConfig) -> RunComponents:
     evaluators = _evaluators(resolved["evaluator"], benchmark)
     tracker = create_component("tracking", resolved["tracking"])
     try:
-        check_run_arguments(recipe, evaluators, settings)
+        modes = check_run_arguments(recipe, evaluators, settings)
     except BenchmarkError as exc:
         raise ConfigError(str(exc)) from None
+    check_combinations(resolved, modes, evaluators, settings, benchmark)
     masked = mask_secrets(resolved)
     return RunComponents(
         benchmark=benchmark,

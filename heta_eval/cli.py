@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import shutil
 import sys
@@ -15,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval import __version__
 from heta_eval.assembly import ConfigError, RunComponents, assemble
 from heta_eval.code_version import code_version, git_commit
+from heta_eval.failure_policy import FailureRateExceededError, check_failure_rate
 from heta_eval.records import EvaluationReport
 from heta_eval.run_state import RunState
 
@@ -114,8 +117,10 @@ async def _execute(
         artifacts = {"report": out / "report.json", "config": resolved_yaml}
         artifacts.update(_write_html_report(report, out))
         tracker.log_report(report, artifacts)
+        check_failure_rate(report, settings.max_failure_rate)
     except BaseException:
-        journal.close()
+        with contextlib.suppress(OSError):  # the error being raised says more
+            journal.close()
         tracker.end("FAILED")
         raise
     tracker.end("FINISHED")
@@ -133,6 +138,8 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        check_search_objective(cfg, hydra_cfg)
     components = assemble(cfg)
     if components.settings.dry_run:
         from heta_eval.plan import dry_run
@@ -152,6 +159,17 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         tracking=components.tracker.describe(),
     )
     return report
+
+
+def check_search_objective(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """A search sweeper (Optuna) needs `optimized_metric`; refuse before the first trial."""
+    target = str(OmegaConf.select(hydra_cfg, "sweeper._target_", default="") or "")
+    if "optuna" in target.lower() and not cfg.get("optimized_metric"):
+        raise ConfigError(
+            "optimized_metric: a value is required by the hyperparameter search "
+            f"(hydra.sweeper: {target}); set optimized_metric={{query_mode}}.{{metric}}, "
+            "e.g. optimized_metric=bm25.ndcg@10"
+        )
 
 
 def objective(report: EvaluationReport | None, metric: str | None) -> float | None:
@@ -182,12 +200,32 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(2)
-    except (BenchmarkError, BenchmarkDataError, DownloadError) as exc:
+    except OSError as exc:
+        if exc.errno not in _DISK_FULL:
+            raise
+        # A full disk or a file size limit: say which file; what was finished stays valid.
+        print(f"heta-eval: {describe_write_error(exc)}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
+    except (BenchmarkError, BenchmarkDataError, DownloadError, FailureRateExceededError) as exc:
         # Data problems are the user's to fix; a traceback would hide the message.
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
+
+
+_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def describe_write_error(exc: OSError) -> str:
+    """`cannot write FILE: No space left on device ...` for a failed write."""
+    where = exc.filename or "a file"
+    return (
+        f"cannot write {where}: {exc.strerror} (disk full or file size limit); "
+        "results finished before it are kept: free space and run again to resume"
+    )
 
 
 def main() -> None:

@@ -74,6 +74,19 @@ def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> N
     if resumed:
         console.print(f"{resumed} case results taken from the journal of an interrupted run")
     console.print(cache_line(report), soft_wrap=True)
+    print_document_errors(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
     console.print(f"tracking: {tracking}", soft_wrap=True)
+
+
+def print_document_errors(console: Console, report: EvaluationReport, shown: int = 5) -> None:
+    """Name the documents that could not be stored or indexed, and why (the first few)."""
+    errors = dict(report.metadata.get("document_errors") or {})
+    for manifest in report.knowledge_base_manifests:
+        errors.update(manifest.document_errors)
+    if not errors:
+        return
+    console.print(f"{len(errors)} document(s) not indexed (see document_errors in the report):")
+    for key, why in list(errors.items())[:shown]:
+        console.print(f"  {key}: {why}", soft_wrap=True, markup=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -75,15 +76,20 @@ class CaseJournal:
         return results, units
 
     def _write(self, lines: Iterable[dict]) -> None:
-        if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fresh = not self.path.is_file() or self.path.stat().st_size == 0
-            self._handle = self.path.open("a", encoding="utf-8")
-            if fresh:
-                self._handle.write(json.dumps({"config_hash": self.config_hash}) + "\n")
-        for line in lines:
-            self._handle.write(json.dumps(line) + "\n")
-        self._handle.flush()
+        try:
+            if self._handle is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fresh = not self.path.is_file() or self.path.stat().st_size == 0
+                self._handle = self.path.open("a", encoding="utf-8")
+                if fresh:
+                    self._handle.write(json.dumps({"config_hash": self.config_hash}) + "\n")
+            for line in lines:
+                self._handle.write(json.dumps(line) + "\n")
+            self._handle.flush()
+        except OSError as exc:
+            # A full disk: name the journal; the lines before stay readable (a torn last
+            # line is cut when it is read back).
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def record_cases(self, results: Iterable[EvaluationCaseResult]) -> None:
         """Append finished case results."""
@@ -98,7 +104,12 @@ class CaseJournal:
     def close(self) -> None:
         """Flush to disk and close."""
         if self._handle is not None:
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            finally:
+                with contextlib.suppress(OSError):
+                    handle.close()  # a failed flush is raised above, not again here

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import logging
 import random
@@ -38,6 +39,9 @@ from heta_eval.runner_settings import RunnerSettings
 from heta_eval.unit_evaluation import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
 log = logging.getLogger(__name__)
+
+
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 
 
 class BenchmarkError(ValueError):
@@ -93,7 +97,10 @@ def check_run_arguments(
     """Check that evaluators and query modes fit together; return the modes to evaluate."""
     names = [e.name for e in evaluators]
     if not names:
-        raise BenchmarkError("no evaluators: the benchmark declares none and none were given")
+        raise BenchmarkError(
+            "no evaluators: evaluator.use_benchmark_defaults is false (or the benchmark "
+            "declares none) and evaluator.extra adds none"
+        )
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise BenchmarkError(f"evaluator metrics listed twice: {duplicates}")
@@ -102,9 +109,26 @@ def check_run_arguments(
     if unknown:
         raise BenchmarkError(
             f"runner.query_modes: {unknown} are not offered by recipe {recipe.name!r}; "
-            f"allowed: {list(recipe.query_modes)}"
+            f"allowed (recipe.query_modes): {list(recipe.query_modes)}"
         )
     return tuple(modes)
+
+
+def check_evidence_documents(contents: BenchmarkContents, *, strict: bool) -> None:
+    """Warn (or with `strict`, fail) when cases' evidence names documents that do not exist."""
+    unknown = contents.unknown_evidence_documents()
+    if not unknown:
+        return
+    documents = sorted({d for ids in unknown.values() for d in ids})
+    examples = ", ".join(f"{case} -> {ids[0]}" for case, ids in list(unknown.items())[:3])
+    message = (
+        f"benchmark {contents.manifest.name!r}: {len(unknown)} of {len(contents.cases)} cases "
+        f"have evidence naming {len(documents)} document_id(s) the benchmark does not have "
+        f"(e.g. {examples}); that evidence can never be retrieved"
+    )
+    if strict:
+        raise BenchmarkError(f"{message} (runner.strict=true)")
+    log.warning("%s; set runner.strict=true to make this an error", message)
 
 
 class BenchmarkRunner:
@@ -166,7 +190,7 @@ class BenchmarkRunner:
         cases = [c async for c in self.benchmark.cases(prepared)]
         units = [u async for u in self.benchmark.run_units(prepared)]
         try:
-            return BenchmarkContents(
+            contents = BenchmarkContents(
                 manifest=self.benchmark.manifest,
                 documents=tuple(documents),
                 cases=tuple(cases),
@@ -177,6 +201,8 @@ class BenchmarkRunner:
             raise BenchmarkError(
                 f"benchmark {self.benchmark.manifest.name!r} cannot be evaluated: {problems}"
             ) from None
+        check_evidence_documents(contents, strict=self.settings.strict)
+        return contents
 
     def _plan(self, contents: BenchmarkContents) -> list[UnitPlan]:
         """Units with their documents and cases, after `limit` (see `select_cases`)."""
@@ -211,6 +237,10 @@ class BenchmarkRunner:
                     data = _document_bytes(document, self.settings.offline)
                     self.store.put(key, data)
                 except Exception as exc:
+                    if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+                        # Not this document's fault: every later one would fail too.
+                        where = getattr(self.store, "path_of", lambda k: k)(key)
+                        raise OSError(exc.errno, exc.strerror, str(where)) from exc
                     errors[document.document_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("document %s could not be stored: %s", document.document_id, exc)
                     continue
@@ -387,6 +417,7 @@ class BenchmarkRunner:
                     "total": len(contents.cases),
                     "evaluated": sum(len(p.cases) for p in plans),
                     "failed": sum(1 for r in results if r.error is not None),
+                    "scored": sum(1 for r in results if r.error is None),
                 },
             },
         )

@@ -52,3 +52,15 @@ class RunnerSettings(Record):
     dry_run: bool = Field(
         default=False, description="print the plan of the run without building or querying"
     )
+    strict: bool = Field(
+        default=False,
+        description="data problems that are warnings by default (evidence naming documents "
+        "the benchmark does not have) fail the run before any work",
+    )
+    max_failure_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="fail the run (exit 1, MLflow FAILED, report kept) when more than this "
+        "fraction of case results failed; null: never",
+    )

@@ -62,6 +62,8 @@ class ChatServer:
     replies: list[Reply] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     decide: Callable[[str], str] = grade
+    respond: Callable[[str, Any], Reply] | None = None
+    """Answers unscripted requests to other APIs (embeddings, rerank): (path, body) -> Reply."""
     paths: set[str] = field(default_factory=lambda: {"/v1/chat/completions"})
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -90,6 +92,8 @@ class _Handler(BaseHTTPRequestHandler):
                 Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             )
             reply = state.replies.pop(0) if state.replies else None
+        if reply is None and state.respond is not None:
+            reply = state.respond(self.path, body)
         if reply is None:
             prompt = body["messages"][-1]["content"] if body else ""
             reply = Reply(body=completion(state.decide(prompt)))

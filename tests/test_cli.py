@@ -83,19 +83,6 @@ def test_default_run_prints_scores_and_logs_everything_to_mlflow(
     assert logged == report
 
 
-def test_invalid_config_fails_fast_without_an_mlflow_run(
-    run_cli: CliRunner, tmp_path: Path
-) -> None:
-    proc = run_cli("runner.top_k=-1")
-    assert proc.returncode == 2
-    assert "runner.top_k: Input should be greater than 0 (got -1)" in proc.stderr
-    assert not (tmp_path / "outputs" / "mlflow.db").exists()
-    unknown = run_cli("recipe=bm52")
-    assert unknown.returncode != 0 and "Could not find 'recipe/bm52'" in unknown.stderr
-    assert "bm25" in unknown.stderr  # the available options are listed
-    assert not (tmp_path / "outputs" / "mlflow.db").exists()
-
-
 def test_multirun_groups_jobs_under_a_parent_run(run_cli: CliRunner, tmp_path: Path) -> None:
     proc = run_cli("-m", "recipe.chunk_size=16,32")
     assert proc.returncode == 0, proc.stderr
@@ -128,19 +115,6 @@ def test_user_jsonl_files_in_the_units_shape_without_tracking(
     assert len(report.knowledge_base_manifests) == 4  # the 20 cases are spread over all units
     assert not (tmp_path / "outputs" / "mlflow.db").exists()
     assert (tmp_path / "outputs" / "store" / "raw" / "benchmarks" / "mine" / "test").is_dir()
-
-
-def test_bad_user_data_is_reported_with_file_and_line(run_cli: CliRunner, tmp_path: Path) -> None:
-    docs = tmp_path / "docs.jsonl"
-    docs.write_text('{"document_id": "a", "text": "fine"}\n{"document_id": "b", "text": \n')
-    proc = run_cli(
-        "benchmark=jsonl",
-        f"benchmark.documents={docs}",
-        f"benchmark.cases={SAMPLE_DATA / 'cases.jsonl'}",
-    )
-    assert proc.returncode != 0
-    assert f"{docs}:2: invalid JSON" in proc.stderr
-    assert not (tmp_path / "outputs" / "mlflow.db").exists()
 
 
 def test_importing_the_cli_loads_no_mlflow_or_index_code() -> None:

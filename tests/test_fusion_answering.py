@@ -77,7 +77,7 @@ def test_a_fusion_is_its_own_query_mode(tmp_path: Path) -> None:
     spec = recipe.model_dump()
     spec["fusions"]["fusion"]["modes"] = ["bm25", "dense"]
     with pytest.raises(
-        ValueError, match=r"fusion 'fusion' names modes without an index: \['dense'\]"
+        ValueError, match=r"fusions\.fusion\.modes names modes that are not in indexes: \['dense'\]"
     ):
         KnowledgeRecipe.model_validate(spec)
 

@@ -110,5 +110,5 @@ def test_recipe_validation() -> None:
         KnowledgeRecipe.model_validate(spec)
     spec = load_recipe().model_dump()
     spec["query_modes"] = ["bm25", "dense"]
-    with pytest.raises(ValueError, match="\\['dense'\\] have no index"):
+    with pytest.raises(ValueError, match=r"\['dense'\] are neither in indexes nor in fusions"):
         KnowledgeRecipe.model_validate(spec)

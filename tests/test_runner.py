@@ -93,7 +93,7 @@ def test_limit_takes_a_seeded_subset_stratified_by_unit(
     assert len(picked) == 8
     # Four units, eight cases: every unit gives two, and only the units used are built.
     assert sorted(u["cases"] for u in report.metadata["run_units"]) == [2, 2, 2, 2]
-    assert report.metadata["cases"] == {"total": 48, "evaluated": 8, "failed": 0}
+    assert report.metadata["cases"] == {"total": 48, "evaluated": 8, "failed": 0, "scored": 8}
     again = _run(tmp_path / "b", SampleBenchmark(shape="units"), bm25_recipe, limit=8)
     assert [r.case_id for r in again.case_results] == picked
     other = _run(tmp_path / "c", SampleBenchmark(shape="units"), bm25_recipe, limit=8, seed=1)

@@ -25,6 +25,15 @@ from heta_eval.records import (
 CORPUS_UNIT_ID = "corpus"
 
 
+def _check_new_id(seen: dict[str, int], value: str, field: str, path: Path, lineno: int) -> None:
+    """Refuse an id already used on an earlier line of the same file (naming both lines)."""
+    first = seen.setdefault(value, lineno)
+    if first != lineno:
+        raise BenchmarkDataError(
+            f"{path}:{lineno}: {field}: duplicate {value!r} (first used on line {first})"
+        )
+
+
 class JsonlBenchmark:
     """A benchmark read from `documents.jsonl` and `cases.jsonl`.
 
@@ -93,6 +102,7 @@ class JsonlBenchmark:
     @cached_property
     def _documents(self) -> tuple[tuple[BenchmarkDocument, str | None], ...]:
         rows = []
+        seen: dict[str, int] = {}
         for lineno, raw in iter_jsonl(self.documents_path):
             record = dict(raw)
             unit_id = record.pop("unit_id", None)
@@ -103,12 +113,14 @@ class JsonlBenchmark:
             if "name" not in record and isinstance(record.get("document_id"), str):
                 record["name"] = f"{record['document_id']}.txt"
             document = validate_line(BenchmarkDocument, record, self.documents_path, lineno)
+            _check_new_id(seen, document.document_id, "document_id", self.documents_path, lineno)
             rows.append((document, unit_id))
         return tuple(rows)
 
     @cached_property
     def _cases(self) -> tuple[tuple[BenchmarkCase, str | None], ...]:
         rows = []
+        seen: dict[str, int] = {}
         for lineno, raw in iter_jsonl(self.cases_path):
             record = dict(raw)
             unit_id = record.pop("unit_id", None)
@@ -120,7 +132,9 @@ class JsonlBenchmark:
                         "'expected' or at the top level, not both"
                     )
                 record["expected"] = shorthand
-            rows.append((validate_line(BenchmarkCase, record, self.cases_path, lineno), unit_id))
+            case = validate_line(BenchmarkCase, record, self.cases_path, lineno)
+            _check_new_id(seen, case.case_id, "case_id", self.cases_path, lineno)
+            rows.append((case, unit_id))
         return tuple(rows)
 
     async def documents(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkDocument]:

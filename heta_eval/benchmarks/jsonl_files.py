@@ -17,32 +17,40 @@ class BenchmarkDataError(ValueError):
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line of a UTF-8 JSONL file."""
+    """Yield (line number, object) for each non-blank line of a UTF-8 JSONL file.
+
+    Lines are read as bytes and decoded one at a time, so a file in another encoding
+    (Latin-1, UTF-16) fails naming the line and byte offset of the first undecodable byte.
+    """
     try:
-        handle = path.open("r", encoding="utf-8-sig")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise BenchmarkDataError(f"{path}: file not found") from None
     with handle:
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BenchmarkDataError(
-                        f"{path}:{lineno}: invalid JSON at column {exc.colno}: {exc.msg}"
-                    ) from None
-                if not isinstance(value, dict):
-                    raise BenchmarkDataError(
-                        f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}"
-                    )
-                yield lineno, value
-        except UnicodeDecodeError as exc:
-            raise BenchmarkDataError(
-                f"{path}: not valid UTF-8 at byte {exc.start} ({exc.reason}); "
-                "re-encode the file as UTF-8"
-            ) from None
+        offset = 0
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise BenchmarkDataError(
+                    f"{path}:{lineno}: not valid UTF-8 at byte {offset + exc.start} of the file "
+                    f"({exc.reason}); the file must be UTF-8: re-encode it, e.g. "
+                    f"`iconv -f latin1 -t utf-8`"
+                ) from None
+            offset += len(raw)
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BenchmarkDataError(
+                    f"{path}:{lineno}: invalid JSON at column {exc.colno}: {exc.msg}"
+                ) from None
+            if not isinstance(value, dict):
+                raise BenchmarkDataError(
+                    f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}"
+                )
+            yield lineno, value
 
 
 def describe_validation_error(path: Path, lineno: int, error: ValidationError) -> str:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable
 from typing import Literal, Protocol
 
 from heta_eval.kb.documents import Chunk, ParsedSource
 
 _WORD = re.compile(r"\S+")
+_NON_SPACE = re.compile(r"\S")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 """The `tokens` unit: runs of word characters and single punctuation marks (no tiktoken)."""
 
@@ -29,6 +31,39 @@ def _windows(count: int, size: int, overlap: int) -> list[tuple[int, int]]:
         if last == count - 1:
             break
     return windows
+
+
+def _unit_windows(
+    pattern: re.Pattern[str], text: str, start: int, end: int, size: int | None, overlap: int
+) -> list[tuple[int, int]]:
+    """(start, end) offsets of windows of `size` units (`pattern` matches) sharing `overlap`.
+
+    The same windows as `_windows` over the list of units, found in one pass that holds at
+    most `size` unit offsets, so a 50 MB document does not become millions of tuples.
+    `size=None` gives one span from the first unit to the last.
+    """
+    if size is None:
+        first = last = None
+        for match in pattern.finditer(text, start, end):
+            if first is None:
+                first = match.start()
+            last = match.end()
+        return [] if first is None or last is None else [(first, last)]
+    step = size - overlap
+    window: deque[tuple[int, int]] = deque()
+    spans: list[tuple[int, int]] = []
+    ended_at_last_unit = False
+    for match in pattern.finditer(text, start, end):
+        window.append((match.start(), match.end()))
+        ended_at_last_unit = False
+        if len(window) == size:
+            spans.append((window[0][0], window[-1][1]))
+            ended_at_last_unit = True
+            for _ in range(step):
+                window.popleft()
+    if window and not ended_at_last_unit:
+        spans.append((window[0][0], window[-1][1]))
+    return spans
 
 
 def _make_chunks(
@@ -87,7 +122,7 @@ class FixedSizeChunker:
         self.unit = unit
 
     def _spans(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
-        if not text[start:end].strip():
+        if _NON_SPACE.search(text, start, end) is None:  # no copy of a huge segment
             return []
         if self.unit == "chars":
             if self.chunk_size is None:
@@ -95,11 +130,7 @@ class FixedSizeChunker:
             windows = _windows(end - start, self.chunk_size, self.chunk_overlap)
             return [(start + first, start + last + 1) for first, last in windows]
         pattern = _TOKEN if self.unit == "tokens" else _WORD
-        words = [(m.start(), m.end()) for m in pattern.finditer(text, start, end)]
-        if self.chunk_size is None:
-            return [(words[0][0], words[-1][1])]
-        windows = _windows(len(words), self.chunk_size, self.chunk_overlap)
-        return [(words[first][0], words[last][1]) for first, last in windows]
+        return _unit_windows(pattern, text, start, end, self.chunk_size, self.chunk_overlap)
 
     def chunk(self, parsed: ParsedSource) -> list[Chunk]:
         return _make_chunks(parsed, self._spans)

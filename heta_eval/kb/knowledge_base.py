@@ -84,11 +84,17 @@ class KnowledgeBase:
         parsed = []
         with progress.stage("parse", len(sources), "documents") as stage:
             for source in sources:
+                stage.advance()
                 try:
-                    parsed.append(parser.parse(source, store.get(source.key)))
+                    item = parser.parse(source, store.get(source.key))
                 except Exception as exc:
                     errors[source.key] = f"{type(exc).__name__}: {exc}"
-                stage.advance()
+                    continue
+                if not item.text.strip():
+                    # Nothing to index; said here so an empty file is not silently unretrievable.
+                    errors[source.key] = "EmptyDocument: no text after parsing"
+                    continue
+                parsed.append(item)
         steps.append(
             BuildStep(
                 name="parse",

@@ -98,13 +98,13 @@ class KnowledgeRecipe(Record):
             )
         clash = sorted(set(self.fusions) & set(self.indexes))
         if clash:
-            raise ValueError(f"fusions and indexes share the names {clash}")
+            raise ValueError(f"fusions and indexes share the names {clash}; rename one")
         for mode, spec in self.fusions.items():
             parts = [m for m in spec.get("modes", []) if m not in self.indexes]
             if parts:
                 raise ValueError(
-                    f"fusion {mode!r} names modes without an index: {parts}; "
-                    f"available: {sorted(self.indexes)}"
+                    f"fusions.{mode}.modes names modes that are not in indexes: {parts}; "
+                    f"indexes: {sorted(self.indexes)}"
                 )
         offered = [*self.indexes, *self.fusions]
         if not self.query_modes:
@@ -112,7 +112,8 @@ class KnowledgeRecipe(Record):
         unknown = [m for m in self.query_modes if m not in offered]
         if unknown:
             raise ValueError(
-                f"query_modes {unknown} have no index or fusion; available: {sorted(offered)}"
+                f"query_modes {unknown} are neither in indexes nor in fusions; "
+                f"available: {sorted(offered)}"
             )
         return self
 

@@ -226,6 +226,26 @@ class BenchmarkContents(Record):
                 )
         return self
 
+    def unknown_evidence_documents(self) -> dict[str, tuple[str, ...]]:
+        """Cases whose evidence locator names a `document_id` the benchmark does not have.
+
+        Keyed by case id, with the unknown document ids in order. Such evidence can never
+        be retrieved, so it silently caps recall; `reference_id`s are not checked, as they
+        may name chunks or other units rather than documents.
+        """
+        known = {d.document_id for d in self.documents}
+        unknown: dict[str, tuple[str, ...]] = {}
+        for case in self.cases:
+            missing = [
+                str(e.locator["document_id"])
+                for e in case.expected.evidence
+                if e.locator.get("document_id") is not None
+                and str(e.locator["document_id"]) not in known
+            ]
+            if missing:
+                unknown[case.case_id] = tuple(dict.fromkeys(missing))
+        return unknown
+
     def unit_documents(self, unit: BenchmarkRunUnit) -> tuple[BenchmarkDocument, ...]:
         """The documents of `unit` in benchmark order (all of them when it names none)."""
         if not unit.document_ids:

@@ -170,7 +170,12 @@ class EvaluationReport(Record):
         """Write the report atomically (temp file + rename), so a crash never leaves half a file."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
+        try:
+            tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
+        except OSError as exc:
+            # A full disk: a report already at `path` stays whole; name the file.
+            tmp.unlink(missing_ok=True)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         tmp.replace(path)
         return path
 

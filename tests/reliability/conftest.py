@@ -1,0 +1,80 @@
+"""Helpers of the reliability suite: user benchmark files, reading back what a run left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from heta_eval.records import EvaluationReport
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    """Write `rows` (dicts as JSON, strings verbatim) one per line."""
+    path.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def jsonl_args(documents: Path, cases: Path, *extra: str) -> list[str]:
+    """CLI overrides that evaluate the user's `documents` and `cases` files."""
+    return [
+        "benchmark=jsonl",
+        f"benchmark.documents={documents}",
+        f"benchmark.cases={cases}",
+        *extra,
+    ]
+
+
+def small_benchmark(root: Path, cases: int = 10, boom_every: int = 0) -> tuple[Path, Path]:
+    """Ten one-topic documents and `cases` cases; every `boom_every`-th query says 'boom'."""
+    topics = ["kelp", "comet", "glacier", "violin", "copper", "falcon", "tundra", "saffron"]
+    topics += ["basalt", "orchid"]
+    docs = write_jsonl(
+        root / "documents.jsonl",
+        [
+            {"document_id": t, "text": f"The {t} is described here. {t.title()} facts about {t}."}
+            for t in topics
+        ],
+    )
+    rows = []
+    for i in range(cases):
+        topic = topics[i % len(topics)]
+        boom = boom_every and i % boom_every == 0
+        rows.append(
+            {
+                "case_id": f"q{i}",
+                "query": f"tell me about the {topic}" + (" boom" if boom else ""),
+                "answers": [topic],
+                "evidence": [{"locator": {"document_id": topic}}],
+            }
+        )
+    return docs, write_jsonl(root / "cases.jsonl", rows)
+
+
+def report_path(stdout: str) -> Path:
+    """The report a successful CLI run printed."""
+    line = next(line for line in stdout.splitlines() if line.startswith("report: "))
+    return Path(line.removeprefix("report: "))
+
+
+def mlflow_runs(root: Path) -> list:
+    """Every run in the MLflow store under `root` (none when no store was created)."""
+    if not (root / "mlflow.db").exists():
+        return []
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    experiments = client.search_experiments()
+    return client.search_runs([e.experiment_id for e in experiments])
+
+
+def nothing_written(root: Path) -> bool:
+    """No MLflow store, no run and no report under `root`."""
+    return not (root / "mlflow.db").exists() and not list(root.rglob("report.json"))
+
+
+def read_report(path: Path) -> EvaluationReport:
+    """A report written by a run, validated."""
+    return EvaluationReport.read_json(path)
