@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from heta_eval.journal import CaseKey
 from heta_eval.kb import ObjectStore, RawSource
@@ -22,7 +23,6 @@ from heta_eval.records import (
     EvaluationScore,
     KnowledgeBaseManifest,
     QueryResponse,
-    RetrievedItem,
 )
 
 log = logging.getLogger(__name__)
@@ -57,19 +57,22 @@ def error_record(stage: str, exc: BaseException, evaluator: str | None = None) -
     )
 
 
-def retrieved_items(response: QueryResponse) -> tuple[RetrievedItem, ...]:
-    """The compact form of a response's results kept in a case result."""
-    return tuple(
-        RetrievedItem(
-            id=r.id,
-            score=r.score,
-            document_id=r.source.document_id,
-            chunk_id=r.source.chunk_id,
-            source_key=r.source.source_key,
-            page_index=r.source.page_index,
-        )
+def retrieved_items(response: QueryResponse) -> list[dict[str, Any]]:
+    """The compact form of a response's results kept in a case result (`RetrievedItem`).
+
+    Plain dicts, validated into RetrievedItem records by the case result in one call.
+    """
+    return [
+        {
+            "id": r.id,
+            "score": r.score,
+            "document_id": r.source.document_id,
+            "chunk_id": r.source.chunk_id,
+            "source_key": r.source.source_key,
+            "page_index": r.source.page_index,
+        }
         for r in response.results
-    )
+    ]
 
 
 @dataclass
@@ -129,7 +132,7 @@ class UnitEvaluator:
         return EvaluationCaseResult(
             **common,
             scores=tuple(scores),
-            retrieved=retrieved_items(response),
+            retrieved=retrieved_items(response),  # type: ignore[arg-type]
             answer=response.answer,
             latency_seconds=latency,
             scoring_seconds=time.perf_counter() - scoring_started,

@@ -54,3 +54,30 @@ def test_symlink_out_of_the_root_is_refused(tmp_path: Path) -> None:
     (store.root / "link").symlink_to(tmp_path / "outside")
     with pytest.raises(InvalidKeyError, match="escapes"):
         store.put("link/x.txt", b"x")
+
+
+def test_symlinked_object_out_of_the_root_is_refused_on_read(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    store.put("raw/a.txt", b"a")  # the directory is now known to the store
+    (tmp_path / "secret.txt").write_bytes(b"secret")
+    (store.root / "raw" / "b.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(InvalidKeyError, match="escapes"):
+        store.get("raw/b.txt")
+    with pytest.raises(InvalidKeyError, match="escapes"):
+        store.put("raw/b.txt", b"x")
+    assert (tmp_path / "secret.txt").read_bytes() == b"secret"
+
+
+def test_links_inside_the_root_and_other_store_instances_see_the_same_objects(
+    tmp_path: Path,
+) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    store.put("raw/d/one.txt", b"one")
+    (store.root / "alias").symlink_to(store.root / "raw")
+    other = LocalObjectStore(tmp_path / "store")
+    assert other.get("alias/d/one.txt") == b"one"
+    assert other.path_of("alias/d/one.txt") == store.path_of("raw/d/one.txt")
+    other.put("alias/d/two.txt", b"two")
+    assert store.get("raw/d/two.txt") == b"two"
+    with pytest.raises(KeyError, match="no object"):
+        other.get("raw/missing/x.txt")

@@ -94,10 +94,12 @@ class FixedSizeChunker:
                 return [(start, end)]
             windows = _windows(end - start, self.chunk_size, self.chunk_overlap)
             return [(start + first, start + last + 1) for first, last in windows]
+        if self.chunk_size is None:
+            # Every non-space character belongs to a word or token: from the first to the last.
+            segment = text[start:end]
+            return [(end - len(segment.lstrip()), start + len(segment.rstrip()))]
         pattern = _TOKEN if self.unit == "tokens" else _WORD
         words = [(m.start(), m.end()) for m in pattern.finditer(text, start, end)]
-        if self.chunk_size is None:
-            return [(words[0][0], words[-1][1])]
         windows = _windows(len(words), self.chunk_size, self.chunk_overlap)
         return [(words[first][0], words[last][1]) for first, last in windows]
 

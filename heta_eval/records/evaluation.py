@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime
 from pathlib import Path
@@ -128,7 +127,7 @@ class EvaluationReport(Record):
         """Write the report atomically (temp file + rename), so a crash never leaves half a file."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
+        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
         tmp.replace(path)
         return path
 
