@@ -15,7 +15,8 @@ invocation, so that compared numbers share the machine's state:
 4. Scaling (scaling.py) on synthetic corpora.
 Prints one table of results and one of the targets with their ratios, and writes
 benchmarks/results/summary.json (plus one JSON per part). Full: ~15 minutes on 2 cores;
-`--quick` (smaller scaling sizes, 5 peer queries, 3 startup repeats): ~3 minutes.
+`--quick` (smaller scaling sizes, 5 peer queries, 3 startup repeats, no SciFact CLI
+runs): ~3 minutes.
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def main() -> None:
     print(f"machine: {info}", flush=True)
     sci = scifact(repeat)
     print("startup ...", flush=True)
-    startup = run_script("startup.py", "--repeat", "3" if args.quick else "5", "--scifact")
+    startup_args = ["--repeat", "3"] if args.quick else ["--repeat", "5", "--scifact"]
+    startup = run_script("startup.py", *startup_args)
     queries = args.peer_queries or (5 if args.quick else 30)
     print(f"peer: Heta Framework runner on {queries} queries ...", flush=True)
     peer = run_script("peer_heta.py", "--queries", str(queries))
