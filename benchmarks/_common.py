@@ -30,8 +30,8 @@ BM25_STEMMER = "english"
 BM25_STOPWORDS = "en"
 
 
-def bm25_recipe(**chunker: Any) -> Any:
-    """The `bm25` recipe of conf/recipe/bm25.yaml, with chunker settings overridden."""
+def bm25_recipe(index: Mapping[str, Any] | None = None, **chunker: Any) -> Any:
+    """The `bm25` recipe of conf/recipe/bm25.yaml, with chunker and BM25 settings overridden."""
     import yaml
 
     from heta_eval import KnowledgeRecipe
@@ -39,6 +39,7 @@ def bm25_recipe(**chunker: Any) -> Any:
     spec = yaml.safe_load((REPO / "conf" / "recipe" / "bm25.yaml").read_text())
     spec["chunker"].update(chunk_size=spec["chunk_size"], chunk_overlap=spec["chunk_overlap"])
     spec["chunker"].update(chunker)
+    spec["indexes"]["bm25"].update(index or {})
     spec["chunk_size"] = spec["chunker"]["chunk_size"]
     spec["chunk_overlap"] = spec["chunker"]["chunk_overlap"]
     return KnowledgeRecipe.model_validate(spec)

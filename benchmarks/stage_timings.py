@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/stage_timings.py [scifact|uda_bench|uda_table|beir:DIR ...]
            [--repeat N] [--store DIR] [--top-k K] [--chunk-size N --chunk-unit chars ...]
-           [--no-mlflow] [--json PATH]
+           [--plain-tokens] [--no-mlflow] [--json PATH]
 
 For each benchmark (the real datasets in ../shared, or any BEIR-layout directory as
 `beir:DIR`): loading (prepare + documents + cases), writing raw documents, building the
@@ -62,7 +62,7 @@ def one_run(
     name: str,
     store: Path | None,
     top_k: int | None,
-    chunker: dict[str, Any],
+    recipe: dict[str, Any],
     mlflow: bool,
 ) -> tuple[dict[str, float], Any]:
     """Stage seconds and scores of one evaluation, and its report."""
@@ -70,7 +70,7 @@ def one_run(
     bench = make_benchmark(name)
     runner = BenchmarkRunner(
         benchmark=bench,
-        recipe=bm25_recipe(**chunker),
+        recipe=bm25_recipe(**recipe),
         evaluators=bench.evaluators(),
         settings=RunnerSettings(
             output_dir=tmp / "run",
@@ -139,6 +139,9 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=None, help="default: whole documents")
     parser.add_argument("--chunk-overlap", type=int, default=0)
     parser.add_argument("--chunk-unit", default="words", choices=["words", "tokens", "chars"])
+    parser.add_argument(
+        "--plain-tokens", action="store_true", help="BM25 without stemming and stopwords"
+    )
     parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow logging")
     parser.add_argument("--json", type=Path, default=RESULTS / "stage_timings.json")
     args = parser.parse_args()
@@ -146,15 +149,16 @@ def main() -> None:
     unknown = sorted(n for n in names if n not in BENCHMARKS and not n.startswith("beir:"))
     if unknown:
         parser.error(f"unknown benchmarks {unknown}; choose from {list(BENCHMARKS)} or beir:DIR")
-    chunker = {
+    recipe = {
         "chunk_size": args.chunk_size,
         "chunk_overlap": args.chunk_overlap,
         "unit": args.chunk_unit,
+        "index": {"stemmer": None, "stopwords": None} if args.plain_tokens else {},
     }
     results = {}
     for name in names:
         runs = [
-            one_run(name, args.store, args.top_k, chunker, not args.no_mlflow)[0]
+            one_run(name, args.store, args.top_k, recipe, not args.no_mlflow)[0]
             for _ in range(args.repeat)
         ]
         results[name] = median_rows(runs)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +75,23 @@ def retrieved_items(response: QueryResponse) -> list[dict[str, Any]]:
         }
         for r in response.results
     ]
+
+
+@contextlib.contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a unit's cases are evaluated.
+
+    Each case adds ~100 retrieved-item records that live until the report; the collector's
+    full passes walk all of them again and again (on 10k cases, a third of the run), yet
+    find almost no cycles to free (reference counting frees the rest). Restored after.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -198,7 +217,8 @@ class UnitEvaluator:
             return result
 
         try:
-            results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
+            with cyclic_gc_paused():
+                results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
         finally:
             closer = getattr(kb, "aclose", None)
             if closer is not None:
