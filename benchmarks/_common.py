@@ -22,7 +22,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 DATA = REPO.parent / "shared" / "datasets"
-SCIFACT = DATA / "beir" / "scifact"
+# SciFact in BEIR's layout; SCIFACT_DIR points elsewhere (e.g. an unzipped BEIR download).
+SCIFACT = Path(os.environ.get("SCIFACT_DIR") or DATA / "beir" / "scifact")
 
 # The bm25 recipe's BM25 parameters and tokenisation (conf/recipe/bm25.yaml, BM25Index).
 BM25_PARAMS = {"k1": 1.5, "b": 0.75, "delta": 0.5, "method": "lucene"}

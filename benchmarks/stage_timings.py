@@ -31,6 +31,7 @@ from _common import (
     DATA,
     REPO,
     RESULTS,
+    SCIFACT,
     bm25_recipe,
     median_rows,
     peak_rss_mb,
@@ -45,7 +46,7 @@ from heta_eval import BenchmarkRunner, RunnerSettings
 from heta_eval.benchmarks import BeirBenchmark, UdaBenchmark
 
 BENCHMARKS: dict[str, Any] = {
-    "scifact": lambda: BeirBenchmark(dataset="scifact", data_root=DATA / "beir" / "scifact"),
+    "scifact": lambda: BeirBenchmark(dataset="scifact", data_root=SCIFACT),
     "uda_bench": lambda: UdaBenchmark(source="bench", data_root=DATA / "uda"),
     "uda_table": lambda: UdaBenchmark(source="qa_table", data_root=DATA / "uda"),
 }
