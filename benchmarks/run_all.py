@@ -14,7 +14,7 @@ invocation, so that compared numbers share the machine's state:
    extrapolated to the full 300.
 4. Scaling (scaling.py) on synthetic corpora.
 Prints one table of results and one of the targets with their ratios, and writes
-benchmarks/results/summary.json (plus one JSON per part). Full: ~15 minutes on 2 cores;
+benchmarks/results/summary.json (summary-quick.json with --quick). Full: ~15 minutes on 2 cores;
 `--quick` (smaller scaling sizes, 5 peer queries, 3 startup repeats, no SciFact CLI
 runs): ~3 minutes.
 """
@@ -240,8 +240,9 @@ def main() -> None:
         "scaling": scaling,
         "targets": goals,
     }
-    write_json(RESULTS / "summary.json", summary)
-    print(f"written {RESULTS / 'summary.json'}")
+    out = RESULTS / ("summary-quick.json" if args.quick else "summary.json")
+    write_json(out, summary)
+    print(f"written {out}")
 
 
 if __name__ == "__main__":
