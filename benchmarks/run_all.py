@@ -14,9 +14,9 @@ invocation, so that compared numbers share the machine's state:
    extrapolated to the full 300.
 4. Scaling (scaling.py) on synthetic corpora.
 Prints one table of results and one of the targets with their ratios, and writes
-benchmarks/results/summary.json (summary-quick.json with --quick). Full: ~15 minutes on 2 cores;
-`--quick` (smaller scaling sizes, 5 peer queries, 3 startup repeats, no SciFact CLI
-runs): ~3 minutes.
+benchmarks/results/summary.json (summary-quick.json with --quick). Full: 4-8 minutes on
+2 cores (quiet-busy); `--quick` (smaller scaling sizes, 5 peer queries, 3 startup
+repeats, no SciFact CLI runs): 2-3 minutes.
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def targets(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, ~3 minutes")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, 2-3 minutes")
     parser.add_argument("--repeat", type=int, default=None, help="SciFact rounds (default 3)")
     parser.add_argument("--peer-queries", type=int, default=None, help="default 30 (quick: 5)")
     args = parser.parse_args()
