@@ -1,56 +1,86 @@
-"""Time each stage of an evaluation with the bm25 recipe on the real datasets in ../shared.
+"""Time each stage of an evaluation with the bm25 recipe, through BenchmarkRunner.
 
-Usage: python benchmarks/stage_timings.py [scifact|uda_bench|uda_table ...] [--repeat N]
+Usage: python benchmarks/stage_timings.py [scifact|uda_bench|uda_table|beir:DIR ...]
+           [--repeat N] [--store DIR] [--top-k K] [--chunk-size N --chunk-unit chars ...]
+           [--plain-tokens] [--no-mlflow] [--json PATH]
 
-For each benchmark: loading (prepare + documents + cases), writing raw documents, building
-the knowledge bases, querying, scoring, the whole evaluation, and MLflow logging (start +
-report) into a fresh SQLite store — medians of N repeats. Prints a table and writes
-benchmarks/results/stage_timings.json.
+For each benchmark (the real datasets in ../shared, or any BEIR-layout directory as
+`beir:DIR`): loading (prepare + documents + cases), writing raw documents, building the
+knowledge bases, querying, scoring, building and writing the report, the whole
+evaluation, and MLflow logging into a fresh local SQLite store: the store's creation, the
+run's start (params) and `log_report` (metrics, the per-case table and the report
+artifact) timed apart. Medians of N repeats in this process. bm25s is imported before the
+clock starts (as the floor imports its libraries); with `--store` the object store is
+shared between repeats, as in a sweep (documents are compared, not written again).
+Prints a table and writes benchmarks/results/stage_timings.json (or `--json`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "datasets"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    DATA,
+    REPO,
+    RESULTS,
+    SCIFACT,
+    bm25_recipe,
+    median_rows,
+    peak_rss_mb,
+    write_json,
+)
+
 sys.path.insert(0, str(REPO))
 
-from heta_eval import BenchmarkRunner, KnowledgeRecipe, RunnerSettings  # noqa: E402
-from heta_eval.benchmarks import BeirBenchmark, UdaBenchmark  # noqa: E402
-from heta_eval.tracking import MlflowTracker  # noqa: E402
+import bm25s  # noqa: F401  (imported before timing, like the floor's libraries)
+
+from heta_eval import BenchmarkRunner, RunnerSettings
+from heta_eval.benchmarks import BeirBenchmark, UdaBenchmark
 
 BENCHMARKS: dict[str, Any] = {
-    "scifact": lambda: BeirBenchmark(dataset="scifact", data_root=DATA / "beir" / "scifact"),
+    "scifact": lambda: BeirBenchmark(dataset="scifact", data_root=SCIFACT),
     "uda_bench": lambda: UdaBenchmark(source="bench", data_root=DATA / "uda"),
     "uda_table": lambda: UdaBenchmark(source="qa_table", data_root=DATA / "uda"),
 }
 
 
-def bm25_recipe() -> KnowledgeRecipe:
-    import yaml
+def make_benchmark(name: str) -> Any:
+    """A named benchmark of BENCHMARKS, or `beir:DIR` for any BEIR-layout directory."""
+    if name.startswith("beir:"):
+        return BeirBenchmark(dataset=Path(name[5:]).name, data_root=Path(name[5:]))
+    return BENCHMARKS[name]()
 
-    spec = yaml.safe_load((REPO / "conf" / "recipe" / "bm25.yaml").read_text())
-    spec["chunker"].update(chunk_size=spec["chunk_size"], chunk_overlap=spec["chunk_overlap"])
-    return KnowledgeRecipe.model_validate(spec)
 
-
-def one_run(name: str) -> dict[str, float]:
-    tmp = Path(tempfile.mkdtemp(prefix=f"{name}-"))
-    bench = BENCHMARKS[name]()
+def one_run(
+    name: str,
+    store: Path | None,
+    top_k: int | None,
+    recipe: dict[str, Any],
+    mlflow: bool,
+) -> tuple[dict[str, float], Any]:
+    """Stage seconds and scores of one evaluation, and its report."""
+    tmp = Path(tempfile.mkdtemp(prefix="stage-timings-"))
+    bench = make_benchmark(name)
     runner = BenchmarkRunner(
         benchmark=bench,
-        recipe=bm25_recipe(),
+        recipe=bm25_recipe(**recipe),
         evaluators=bench.evaluators(),
-        settings=RunnerSettings(output_dir=tmp / "run", store_dir=tmp / "store"),
+        settings=RunnerSettings(
+            output_dir=tmp / "run",
+            store_dir=store or tmp / "store",
+            workspace_dir=tmp / "data",
+            state_dir=tmp / "state",
+            top_k=top_k,
+            offline=True,
+        ),
     )
 
     async def go() -> tuple[Any, float, float]:
@@ -62,53 +92,87 @@ def one_run(name: str) -> dict[str, float]:
 
     report, load, evaluate = asyncio.run(go())
     timings = report.metadata["timings_seconds"]
-    tracker = MlflowTracker(root=tmp)
+    row: dict[str, float] = {
+        "knowledge_bases": float(len(report.knowledge_base_manifests)),
+        "chunks": float(sum(m.counts.get("chunks", 0) for m in report.knowledge_base_manifests)),
+        "cases": float(len(report.case_results)),
+        "load_s": load,
+        "write_documents_s": timings["write_documents"],
+        "build_s": timings["build"],
+        "query_s": timings["query"],
+        "score_s": timings["score"],
+        # Summaries, the report record and report.json: what evaluate does after scoring.
+        "report_s": evaluate - timings["write_documents"] - timings["build_query_score"],
+        "evaluate_s": evaluate,
+        "load_evaluate_s": load + evaluate,
+        **{k.split(".", 1)[1]: v for k, v in report.score_summary.items()},
+    }
+    if mlflow:
+        row.update(log_to_mlflow(report, tmp))
+    row["peak_rss_mb"] = peak_rss_mb()
+    return row, report
+
+
+def log_to_mlflow(report: Any, tmp: Path) -> dict[str, float]:
+    """Seconds to create a local SQLite MLflow store, start a run, and log the report."""
+    from heta_eval.tracking import MlflowTracker
+
+    tracker = MlflowTracker(root=tmp / "mlflow")
     t0 = time.perf_counter()
-    tracker.start(run_name=name, config={"recipe": report.recipe_manifest}, tags={})
+    tracker.experiment_id()  # creates the store and the experiment (once per sweep)
     t1 = time.perf_counter()
+    tracker.start(run_name="stage-timings", config={"recipe": report.recipe_manifest}, tags={})
+    t2 = time.perf_counter()
     tracker.log_report(report, {"report": tmp / "run" / "report.json"})
     tracker.end()
-    t2 = time.perf_counter()
-    row = {f"score:{k}": v for k, v in report.score_summary.items()}
-    row.update(
-        knowledge_bases=float(len(report.knowledge_base_manifests)),
-        cases=float(len(report.case_results)),
-        load_s=load,
-        write_documents_s=timings["write_documents"],
-        build_s=timings["build"],
-        query_s=timings["query"],
-        score_s=timings["score"],
-        evaluate_total_s=evaluate,
-        mlflow_start_s=t1 - t0,
-        mlflow_log_report_s=t2 - t1,
-    )
-    return row
+    t3 = time.perf_counter()
+    return {"mlflow_store_s": t1 - t0, "mlflow_start_s": t2 - t1, "mlflow_log_report_s": t3 - t2}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("benchmarks", nargs="*", help=f"any of {list(BENCHMARKS)} (default: all)")
+    parser.add_argument(
+        "benchmarks", nargs="*", help=f"any of {list(BENCHMARKS)} or beir:DIR (default: all)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--store", type=Path, default=None, help="object store kept across runs")
+    parser.add_argument("--top-k", type=int, default=None, help="default: the benchmark's")
+    parser.add_argument("--chunk-size", type=int, default=None, help="default: whole documents")
+    parser.add_argument("--chunk-overlap", type=int, default=0)
+    parser.add_argument("--chunk-unit", default="words", choices=["words", "tokens", "chars"])
+    parser.add_argument(
+        "--plain-tokens", action="store_true", help="BM25 without stemming and stopwords"
+    )
+    parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow logging")
+    parser.add_argument("--json", type=Path, default=RESULTS / "stage_timings.json")
     args = parser.parse_args()
-    unknown = sorted(set(args.benchmarks) - set(BENCHMARKS))
+    names = args.benchmarks or list(BENCHMARKS)
+    unknown = sorted(n for n in names if n not in BENCHMARKS and not n.startswith("beir:"))
     if unknown:
-        parser.error(f"unknown benchmarks {unknown}; choose from {list(BENCHMARKS)}")
+        parser.error(f"unknown benchmarks {unknown}; choose from {list(BENCHMARKS)} or beir:DIR")
+    recipe = {
+        "chunk_size": args.chunk_size,
+        "chunk_overlap": args.chunk_overlap,
+        "unit": args.chunk_unit,
+        "index": {"stemmer": None, "stopwords": None} if args.plain_tokens else {},
+    }
     results = {}
-    for name in args.benchmarks or list(BENCHMARKS):
-        runs = [one_run(name) for _ in range(args.repeat)]
-        results[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    for name in names:
+        runs = [
+            one_run(name, args.store, args.top_k, recipe, not args.no_mlflow)[0]
+            for _ in range(args.repeat)
+        ]
+        results[name] = median_rows(runs)
     keys = list(dict.fromkeys(k for row in results.values() for k in row))
     width = max(map(len, keys))
-    print(f"{'':<{width}}  " + "  ".join(f"{n:>12}" for n in results))
+    print(f"{'':<{width}}  " + "  ".join(f"{n[-12:]:>12}" for n in results))
     for key in keys:
         cells = "  ".join(
             f"{results[n][key]:>12.4f}" if key in results[n] else f"{'':>12}" for n in results
         )
         print(f"{key:<{width}}  {cells}")
-    out = Path(__file__).resolve().parent / "results" / "stage_timings.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"repeat": args.repeat, "median": results}, indent=2))
-    print(f"written {out}")
+    write_json(args.json, {"repeat": args.repeat, "median": results})
+    print(f"written {args.json}")
 
 
 if __name__ == "__main__":

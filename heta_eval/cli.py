@@ -9,17 +9,17 @@ import logging
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from heta_eval import __version__
-from heta_eval.assembly import ConfigError, RunComponents, assemble
-from heta_eval.code_version import code_version, git_commit
-from heta_eval.failure_policy import FailureRateExceededError, check_failure_rate
-from heta_eval.records import EvaluationReport
-from heta_eval.run_state import RunState
+
+# The runner, the engine and pydantic are imported when a run starts, not for --help.
+if TYPE_CHECKING:
+    from heta_eval.assembly import RunComponents
+    from heta_eval.records import EvaluationReport
 
 log = logging.getLogger("heta_eval")
 # Overrides that say where things go, not what is evaluated; left out of run names.
@@ -46,6 +46,8 @@ def _write_html_report(report: EvaluationReport, out: Path) -> dict[str, Path]:
 def _run_tags(
     components: RunComponents, overrides: list[str], sweep_id: str | None = None
 ) -> dict[str, str]:
+    from heta_eval.code_version import git_commit
+
     manifest = components.benchmark.manifest
     tags = {
         "heta_eval.version": __version__,
@@ -71,6 +73,11 @@ async def _execute(
     parent_run_id: str | None,
     sweep_id: str | None = None,
 ) -> EvaluationReport:
+    from heta_eval.code_version import code_version
+    from heta_eval.failure_policy import check_failure_rate
+    from heta_eval.records import EvaluationReport
+    from heta_eval.run_state import RunState
+
     settings = components.settings
     state = RunState(settings.state_dir, components.config_hash, code_version())
     if not settings.resume:
@@ -134,6 +141,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from heta_eval.assembly import assemble
     from heta_eval.console import print_summary
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
@@ -163,6 +171,8 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
 
 def check_search_objective(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """A search sweeper (Optuna) needs `optimized_metric`; refuse before the first trial."""
+    from heta_eval.assembly import ConfigError
+
     target = str(OmegaConf.select(hydra_cfg, "sweeper._target_", default="") or "")
     if "optuna" in target.lower() and not cfg.get("optimized_metric"):
         raise ConfigError(
@@ -177,6 +187,8 @@ def objective(report: EvaluationReport | None, metric: str | None) -> float | No
     if not metric or report is None:
         return None
     if metric not in report.score_summary:
+        from heta_eval.assembly import ConfigError
+
         raise ConfigError(
             f"optimized_metric: {metric!r} is not in the score summary; "
             f"available: {sorted(report.score_summary)}"
@@ -189,8 +201,10 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from heta_eval.assembly import ConfigError
     from heta_eval.benchmarks.download import DownloadError
     from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+    from heta_eval.failure_policy import FailureRateExceededError
     from heta_eval.runner import BenchmarkError
 
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from heta_eval.kb import LocalObjectStore, ObjectStore
+from heta_eval.kb.store import InvalidKeyError
 
 
 def test_put_get_exists_list(tmp_path: Path) -> None:
@@ -36,3 +37,30 @@ def test_identical_put_keeps_the_file_and_a_change_replaces_it(tmp_path: Path) -
     store.put("a/b.txt", b"different")
     assert store.get("a/b.txt") == b"different"
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_symlinked_object_out_of_the_root_is_refused_on_read(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    store.put("raw/a.txt", b"a")  # the directory is now known to the store
+    (tmp_path / "secret.txt").write_bytes(b"secret")
+    (store.root / "raw" / "b.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(InvalidKeyError, match="escapes"):
+        store.get("raw/b.txt")
+    with pytest.raises(InvalidKeyError, match="escapes"):
+        store.put("raw/b.txt", b"x")
+    assert (tmp_path / "secret.txt").read_bytes() == b"secret"
+
+
+def test_links_inside_the_root_and_other_store_instances_see_the_same_objects(
+    tmp_path: Path,
+) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    store.put("raw/d/one.txt", b"one")
+    (store.root / "alias").symlink_to(store.root / "raw")
+    other = LocalObjectStore(tmp_path / "store")
+    assert other.get("alias/d/one.txt") == b"one"
+    assert other.path_of("alias/d/one.txt") == store.path_of("raw/d/one.txt")
+    other.put("alias/d/two.txt", b"two")
+    assert store.get("raw/d/two.txt") == b"two"
+    with pytest.raises(KeyError, match="no object"):
+        other.get("raw/missing/x.txt")

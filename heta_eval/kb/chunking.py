@@ -129,6 +129,10 @@ class FixedSizeChunker:
                 return [(start, end)]
             windows = _windows(end - start, self.chunk_size, self.chunk_overlap)
             return [(start + first, start + last + 1) for first, last in windows]
+        if self.chunk_size is None:
+            # Every non-space character belongs to a word or token: from the first to the last.
+            segment = text[start:end]
+            return [(end - len(segment.lstrip()), start + len(segment.rstrip()))]
         pattern = _TOKEN if self.unit == "tokens" else _WORD
         return _unit_windows(pattern, text, start, end, self.chunk_size, self.chunk_overlap)
 

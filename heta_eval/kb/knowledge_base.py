@@ -17,7 +17,6 @@ from heta_eval.records import (
     BuildStep,
     KnowledgeBaseManifest,
     QueryResponse,
-    QueryResult,
     SourceRef,
 )
 
@@ -48,6 +47,7 @@ class KnowledgeBase:
         self._chunks = tuple(chunks)
         self._indexes = dict(indexes)
         self._manifest = manifest
+        self._sources: list[SourceRef | None] = [None] * len(self._chunks)
         self._fusions = recipe.create_fusions()
         self._reranker = recipe.create_reranker()
         self._answerer = recipe.create_answerer()
@@ -215,31 +215,38 @@ class KnowledgeBase:
             f"available: {list(self.recipe.query_modes)}"
         )
 
-    def _response(self, text: str, mode: str, hits: Hits, seconds: float) -> QueryResponse:
-        results = []
-        for position, score in hits:
+    def _source(self, position: int) -> SourceRef:
+        """The (validated, frozen, so shared) provenance of the chunk at `position`."""
+        source = self._sources[position]
+        if source is None:
             chunk = self._chunks[position]
-            results.append(
-                QueryResult(
-                    id=chunk.chunk_id,
-                    text=chunk.text,
-                    score=score,
-                    kind="chunk",
-                    source=SourceRef(
-                        source_key=chunk.source_key,
-                        document_id=chunk.document_id,
-                        chunk_id=chunk.chunk_id,
-                        chunk_index=chunk.chunk_index,
-                        start_char=chunk.start_char,
-                        end_char=chunk.end_char,
-                        **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
-                    ),
-                )
+            source = self._sources[position] = SourceRef(
+                source_key=chunk.source_key,
+                document_id=chunk.document_id,
+                chunk_id=chunk.chunk_id,
+                chunk_index=chunk.chunk_index,
+                start_char=chunk.start_char,
+                end_char=chunk.end_char,
+                **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
             )
+        return source
+
+    def _response(self, text: str, mode: str, hits: Hits, seconds: float) -> QueryResponse:
+        # Plain dicts, validated into QueryResult records by the response in one call.
+        results = [
+            {
+                "id": self._chunks[position].chunk_id,
+                "text": self._chunks[position].text,
+                "score": score,
+                "kind": "chunk",
+                "source": self._source(position),
+            }
+            for position, score in hits
+        ]
         return QueryResponse(
             query=text,
             mode=mode,
-            results=tuple(results),
+            results=results,  # type: ignore[arg-type]
             trace={"retrieval_seconds": seconds, "candidates": len(hits)},
         )
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
+import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
@@ -27,47 +28,112 @@ class ObjectStore(Protocol):
     def list(self, prefix: str = "") -> Iterator[str]: ...
 
 
-def validate_key(key: str) -> PurePosixPath:
-    """Return `key` as a path, refusing absolute keys, `..`, empty parts and backslashes."""
+def _check_key(key: str) -> None:
     if not key or "\\" in key or "\x00" in key:
         raise InvalidKeyError(f"invalid object key {key!r}")
-    path = PurePosixPath(key)
-    if path.is_absolute() or any(part in {"", ".", ".."} for part in key.split("/")):
+    if key.startswith("/") or any(part in {"", ".", ".."} for part in key.split("/")):
         raise InvalidKeyError(f"object key {key!r} must be a relative path inside the store")
-    return path
+
+
+def validate_key(key: str) -> PurePosixPath:
+    """Return `key` as a path, refusing absolute keys, `..`, empty parts and backslashes."""
+    _check_key(key)
+    return PurePosixPath(key)
 
 
 class LocalObjectStore:
     """An `ObjectStore` on the local filesystem, rooted in one directory.
 
     Writes are atomic (temporary file + rename), and a put of identical bytes leaves the
-    file untouched, so concurrent runs can share one store.
+    file untouched, so concurrent runs can share one store. Keys never leave the root, even
+    through symlinks; directories already resolved are remembered, so a key costs one
+    `lstat` per directory the first time and none after.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        # Directory key -> its resolved path, for existing directories inside the root.
+        # Plain strings: this is the hot path of writing and reading thousands of objects.
+        self._root = str(self.root)
+        self._dirs: dict[str, str] = {"": self._root}
 
     def __repr__(self) -> str:
-        return f"LocalObjectStore({str(self.root)!r})"
+        return f"LocalObjectStore({self._root!r})"
+
+    def _inside(self, path: str, key: str) -> str:
+        """`path` with symlinks resolved; InvalidKeyError when that leaves the root."""
+        resolved = os.path.realpath(path)
+        if resolved != self._root and not resolved.startswith(self._root + os.sep):
+            raise InvalidKeyError(f"object key {key!r} escapes the store root {self.root}")
+        return resolved
+
+    def _resolve(self, key: str) -> tuple[str, bool]:
+        """Resolved path of the checked key `key`, and whether it exists.
+
+        Each directory part is `lstat`ed once; existing directories are remembered.
+        """
+        head, _, name = key.rpartition("/")
+        parent = self._dirs.get(head)
+        if parent is None:
+            parent, exists = self._resolve(head)
+            if not exists:
+                return f"{parent}/{name}", False
+        path = f"{parent}/{name}"
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return path, False
+        if stat.S_ISLNK(mode):
+            path = self._inside(path, key)
+            try:
+                mode = os.stat(path).st_mode
+            except FileNotFoundError:  # a dangling link inside the root
+                return path, False
+        if stat.S_ISDIR(mode):
+            self._dirs[key] = path
+        return path, True
+
+    def _directory(self, key: str) -> str:
+        """Resolved path of directory `key`, created (with its parents) if missing."""
+        path = self._dirs.get(key)
+        if path is not None:
+            return path
+        head, _, name = key.rpartition("/")
+        path = f"{self._directory(head)}/{name}"
+        try:
+            os.mkdir(path)  # just made inside a resolved directory: no symlink to follow
+        except FileExistsError:
+            path, _ = self._resolve(key)
+        self._dirs[key] = path
+        return path
 
     def path_of(self, key: str) -> Path:
         """Filesystem path of `key`; raises InvalidKeyError when it would leave the root."""
-        path = (self.root / validate_key(key)).resolve()
-        if not path.is_relative_to(self.root):
-            raise InvalidKeyError(f"object key {key!r} escapes the store root {self.root}")
-        return path
+        _check_key(key)
+        return Path(self._resolve(key)[0])
 
     def put(self, key: str, data: bytes) -> None:
-        path = self.path_of(key)
-        if (
-            path.is_file()
-            and path.stat().st_size == len(data)
-            and hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(data).digest()
-        ):
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        _check_key(key)
+        head, _, name = key.rpartition("/")
+        path, exists = self._resolve(key)
+        if exists:
+            try:
+                info = os.stat(path)
+                if stat.S_ISREG(info.st_mode) and info.st_size == len(data):
+                    with open(path, "rb") as handle:
+                        if handle.read() == data:
+                            return
+            except FileNotFoundError:
+                pass
+        else:
+            path = f"{self._directory(head)}/{name}"
+        directory, _, name = path.rpartition("/")
+        tmp = f"{directory}/.{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:  # left behind by a crashed process with the same pid
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -77,9 +143,10 @@ class LocalObjectStore:
             raise
 
     def get(self, key: str) -> bytes:
-        path = self.path_of(key)
+        _check_key(key)
         try:
-            return path.read_bytes()
+            with open(self._resolve(key)[0], "rb") as handle:
+                return handle.read()
         except FileNotFoundError:
             raise KeyError(f"no object {key!r} in {self.root}") from None
 

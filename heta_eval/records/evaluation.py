@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime
 from pathlib import Path
@@ -171,7 +170,7 @@ class EvaluationReport(Record):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         try:
-            tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
+            tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
         except OSError as exc:
             # A full disk: a report already at `path` stays whole; name the file.
             tmp.unlink(missing_ok=True)

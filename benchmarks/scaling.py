@@ -1,0 +1,107 @@
+"""Scaling: build, query, scoring, memory and MLflow logging against corpus and query count.
+
+Usage: python benchmarks/scaling.py [--quick] [--json PATH]
+
+On synthetic BEIR-layout corpora (benchmarks/synthetic.py: documents of ~150 words) the
+runner evaluates the bm25 recipe (BEIR settings: top 100, nDCG@10, Recall@100, MAP@100,
+MRR@10, P@10) along two axes, each point in a fresh process (stage_timings.py, so the
+peak memory is that point's own) and the floor (floor.py) beside it:
+- documents: 1k, 10k, 100k documents with 1,000 queries;
+- queries: 100, 1k, 10k queries on 10k documents.
+`--quick` uses 1k/3k/10k documents with 300 queries and 100/300/1k queries on 3k documents.
+For each point: seconds of writing documents + building, of querying, of scoring, peak
+memory, and MLflow logging (start + log_report with the per-case table), and per-unit
+costs (ms per 1k documents built, ms per query) whose flatness shows linear scaling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import print_table, run_script, write_json
+from synthetic import corpus_dir
+
+FULL = {"documents": ([1_000, 10_000, 100_000], 1_000), "queries": (10_000, [100, 1_000, 10_000])}
+QUICK = {"documents": ([1_000, 3_000, 10_000], 300), "queries": (3_000, [100, 300, 1_000])}
+
+
+def points(grid: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """(axes, documents, queries) of every point of the grid; a shared point once."""
+    docs, fixed_queries = grid["documents"]
+    fixed_docs, queries = grid["queries"]
+    axes: dict[tuple[int, int], list[str]] = {}
+    for d in docs:
+        axes.setdefault((d, fixed_queries), []).append("documents")
+    for q in queries:
+        axes.setdefault((fixed_docs, q), []).append("queries")
+    return [("+".join(a), d, q) for (d, q), a in axes.items()]
+
+
+def measure(documents: int, queries: int) -> dict[str, Any]:
+    """One grid point: the runner (with MLflow) and the floor, each in its own process."""
+    data = corpus_dir(documents, queries)
+    runner = run_script("stage_timings.py", f"beir:{data}", "--repeat", "1")["median"]
+    runner = next(iter(runner.values()))
+    floor = run_script("floor.py", "--data", str(data))
+    build = runner["write_documents_s"] + runner["build_s"]
+    return {
+        "documents": documents,
+        "queries": queries,
+        "write_build_s": build,
+        "query_s": runner["query_s"],
+        "score_s": runner["score_s"],
+        "report_s": runner["report_s"],
+        "load_evaluate_s": runner["load_evaluate_s"],
+        "peak_rss_mb": runner["peak_rss_mb"],
+        "mlflow_log_s": runner["mlflow_start_s"] + runner["mlflow_log_report_s"],
+        "ms_build_per_1k_docs": 1000 * build / (documents / 1000),
+        "ms_query_per_query": 1000 * runner["query_s"] / queries,
+        "ms_score_per_query": 1000 * runner["score_s"] / queries,
+        "ndcg@10": runner["ndcg@10"],
+        "floor_total_s": floor["total_s"],
+        "floor_index_s": floor["index_s"],
+        "floor_query_s": floor["query_s"],
+        "floor_peak_rss_mb": floor["peak_rss_mb"],
+        "floor_ndcg@10": floor["ndcg@10"],
+    }
+
+
+COLUMNS = [
+    "documents",
+    "queries",
+    "write_build_s",
+    "query_s",
+    "score_s",
+    "report_s",
+    "load_evaluate_s",
+    "peak_rss_mb",
+    "mlflow_log_s",
+    "ms_build_per_1k_docs",
+    "ms_query_per_query",
+    "ms_score_per_query",
+    "floor_total_s",
+    "ndcg@10",
+    "floor_ndcg@10",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    rows = []
+    for axis, documents, queries in points(QUICK if args.quick else FULL):
+        print(f"scaling: {documents} documents, {queries} queries ...", flush=True)
+        rows.append({"axis": axis, **measure(documents, queries)})
+    print_table(rows, ["axis", *COLUMNS])
+    write_json(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()
