@@ -333,6 +333,37 @@ class MlflowSweepCallback(Callback):
         }
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
+        try:
+            self._start_parent(tracker, sweep_dir, sid, params, tags)
+        except Exception as exc:
+            # A tracking server that is down must not stop the sweep: its jobs keep their
+            # own tracking data in the outbox (heta-eval-sync), without a parent run.
+            log.warning(
+                "MLflow parent run of sweep %s not created (%s: %s); the jobs run without a "
+                "parent run and keep their tracking data in %s/tracking_outbox if MLflow "
+                "stays unreachable (upload with: heta-eval-sync --root %s)",
+                sweep_dir,
+                type(exc).__name__,
+                str(exc).splitlines()[0][:300] if str(exc) else "",
+                tracker.root,
+                tracker.root,
+            )
+            if self._armed:
+                self._at_exit()
+                self._disarm()
+
+    def _start_parent(
+        self,
+        tracker: Any,
+        sweep_dir: Path,
+        sid: str,
+        params: dict[str, str],
+        tags: dict[str, str],
+    ) -> None:
+        """Create (or resume) the parent run, arm its ending and let the jobs find it."""
+        # A parent that cannot be created raises (no outbox entry for it); once it exists,
+        # an outage keeps its final status in the outbox.
+        tracker.use_outbox = False
         # Creates the store and the experiment here, before any (parallel) job starts.
         experiment_id = tracker.experiment_id()
         previous = self._unfinished_parent(tracker.client, experiment_id, sid)
@@ -356,6 +387,7 @@ class MlflowSweepCallback(Callback):
                 sweep_dir,
             )
         self._set_tags(tracker.client, tracker.run_id, tags)
+        tracker.use_outbox = True
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if not self._armed:
@@ -367,7 +399,10 @@ class MlflowSweepCallback(Callback):
                 status = "FAILED"  # a sweeper that tolerates failures (Optuna) got here
         except Exception as exc:  # the sweep ran; a missing summary does not fail it
             log.warning("could not summarise sweep run %s: %s", self._tracker.run_id, exc)
-        self._tracker.end(status)
+        try:
+            self._tracker.end(status)  # an unreachable server: the status goes to the outbox
+        except Exception as exc:
+            log.warning("could not end sweep run %s: %s", self._tracker.run_id, exc)
 
     # -- each job (in the launching process or a worker) -----------------------------------
 
