@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,10 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval import __version__
 from heta_eval.assembly import ConfigError, RunComponents, assemble
 from heta_eval.code_version import code_version, git_commit
+from heta_eval.hydra_outputs import scrub_hydra_outputs
 from heta_eval.records import EvaluationReport
 from heta_eval.run_state import RunState
+from heta_eval.secrets import mask_override
 
 log = logging.getLogger("heta_eval")
 # Overrides that say where things go, not what is evaluated; left out of run names.
@@ -57,6 +58,18 @@ async def _execute(
     parent_run_id: str | None,
     sweep_id: str | None = None,
 ) -> EvaluationReport:
+    """Evaluate (or reuse, or resume) with this configuration's run state held by us alone."""
+    settings = components.settings
+    with RunState(settings.state_dir, components.config_hash, code_version()).lock():
+        return await _execute_locked(components, overrides, parent_run_id, sweep_id)
+
+
+async def _execute_locked(
+    components: RunComponents,
+    overrides: list[str],
+    parent_run_id: str | None,
+    sweep_id: str | None = None,
+) -> EvaluationReport:
     settings = components.settings
     state = RunState(settings.state_dir, components.config_hash, code_version())
     if not settings.resume:
@@ -72,7 +85,7 @@ async def _execute(
         if hasattr(components.tracker, "run_id"):
             components.tracker.run_id = completed.tracking_run_id
         if completed.report.resolve() != (settings.output_dir / "report.json").resolve():
-            shutil.copyfile(completed.report, settings.output_dir / "report.json")
+            report.write_json(settings.output_dir / "report.json")  # atomic, unlike a copy
         return report
     journal = state.journal()
     runner = components.runner(journal=journal)
@@ -118,6 +131,8 @@ def run(cfg: DictConfig) -> EvaluationReport:
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_cfg is not None:
+        scrub_hydra_outputs(cfg, hydra_cfg)
     components = assemble(cfg)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     parent = sweep_id = None
@@ -125,6 +140,7 @@ def run(cfg: DictConfig) -> EvaluationReport:
         parent = parent_run_id(hydra_cfg.sweep.dir)
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
+    overrides = [mask_override(o) for o in overrides]  # they become tags and the run name
     report = asyncio.run(_execute(components, overrides, parent, sweep_id))
     print_summary(
         report,

@@ -126,10 +126,23 @@ class EvaluationReport(Record):
 
     def write_json(self, path: Path) -> Path:
         """Write the report atomically (temp file + rename), so a crash never leaves half a file."""
+        import contextlib
+        import os
+        import tempfile
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
-        tmp.replace(path)
+        data = json.dumps(self.model_dump(mode="json"), indent=2).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())  # the rename must not outrun the data to disk
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         return path
 
     @classmethod

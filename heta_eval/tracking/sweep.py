@@ -35,6 +35,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.hydra_outputs import config_secrets, scrub_logs
+from heta_eval.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
 
 log = logging.getLogger(__name__)
@@ -313,7 +315,10 @@ class MlflowSweepCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         task_overrides = [str(o) for o in config.hydra.overrides.task]
         sid = sweep_id(task_overrides, kwargs.get("config_name"))
-        overrides = _sweeper_params(config) + task_overrides
+        # Hydra logs each job's overrides: keys given there stay out of the log.
+        scrub_logs(config_secrets(config, task_overrides))
+        task_overrides = [mask_override(o) for o in task_overrides]
+        overrides = [mask_override(o) for o in _sweeper_params(config)] + task_overrides
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
         params = {
             "sweep.overrides": " ".join(task_overrides),

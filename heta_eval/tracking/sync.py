@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -173,7 +174,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--uri", default=None, help="tracking URI to upload to (default: the one each run used)"
     )
+    parser.add_argument(
+        "--http-max-retries",
+        type=int,
+        default=None,
+        help="retries of each MLflow request (default: $MLFLOW_HTTP_REQUEST_MAX_RETRIES or 2)",
+    )
+    parser.add_argument(
+        "--http-timeout",
+        type=int,
+        default=None,
+        help="seconds per MLflow request (default: $MLFLOW_HTTP_REQUEST_TIMEOUT or 10)",
+    )
     args = parser.parse_args(argv)
+    # MLflow's own defaults retry a dead server for minutes; bound them unless told.
+    for value, variable, default in (
+        (args.http_max_retries, "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+        (args.http_timeout, "MLFLOW_HTTP_REQUEST_TIMEOUT", "10"),
+        (None, "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+    ):
+        if value is not None:
+            os.environ[variable] = str(value)
+        else:
+            os.environ.setdefault(variable, default)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     results, waiting = sync(args.root.expanduser().resolve(), args.uri)
@@ -185,8 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = ", ".join(result.uploaded) or "nothing new"
             print(f"entry {result.entry_id} -> run {result.run_id}: {what}")
     for entry in waiting:
-        print(f"entry {entry.entry_id}: its run has not ended (still running, or interrupted: "
-              "rerun the evaluation to finish it)")
+        print(
+            f"entry {entry.entry_id}: its run has not ended (still running, or interrupted: "
+            "rerun the evaluation to finish it)"
+        )
     synced = len(results) - len(failed)
     print(f"synced {synced} run(s), {len(failed)} failed, {len(waiting)} waiting")
     return 1 if failed else 0

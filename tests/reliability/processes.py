@@ -116,10 +116,12 @@ class MlflowServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError((self.home / "server.log").read_text()[-3000:])
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        return
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.uri}/health", timeout=2) as reply,
+            ):
+                if reply.status == 200:
+                    return
             time.sleep(0.25)
         self.kill()
         raise RuntimeError(f"mlflow server did not start: {(self.home / 'server.log').read_text()}")

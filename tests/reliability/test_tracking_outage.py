@@ -78,7 +78,7 @@ def _assert_run_equals_report(client: MlflowClient, run_id: str, run_dir: Path, 
     for key, value in report.score_summary.items():
         assert run.data.metrics[metric_name(key)] == pytest.approx(value)
     expected = {}
-    for key, value, step in report_metrics(report):
+    for key, value, _step in report_metrics(report):
         expected[key] = value  # the last step's value is the run's latest
     assert run.data.metrics == pytest.approx(expected)
     for key in expected:  # each metric once: a repeated sync added nothing
@@ -125,7 +125,9 @@ def test_server_down_at_start_then_synced_once(tmp_path: Path) -> None:
         # A sync killed after creating the run but before recording anything: the repeat
         # finds the run by its outbox tag and adds nothing twice.
         (entry,) = _entries(root)
-        Outbox(root).save(entry.model_copy(update={"server_run_id": None, "done": [], "synced": False}))
+        Outbox(root).save(
+            entry.model_copy(update={"server_run_id": None, "done": [], "synced": False})
+        )
         repeated = _sync(root)
         assert repeated.returncode == 0 and "synced 1 run(s)" in repeated.stdout
         (same,) = _runs(client)
