@@ -144,3 +144,26 @@ def mlflow_server(home: Path, port: int | None = None) -> Iterator[MlflowServer]
         yield server
     finally:
         server.kill()
+
+
+def verify_cache(cache_dir: Path) -> tuple[int, int]:
+    """Check every build cache entry against its checksums and every cached response parses;
+    (entries, responses). Temporary (dot) files and directories are not entries."""
+    import hashlib
+    import json
+
+    entries = 0
+    for entry in sorted((cache_dir / "kb").glob("*/*")):
+        if entry.name.startswith("."):
+            continue
+        listed = json.loads((entry / "checksums.json").read_text())
+        assert listed, entry
+        for relative, expected in listed.items():
+            digest = hashlib.sha256((entry / relative).read_bytes()).hexdigest()
+            assert digest == expected, f"{entry / relative} does not match its checksum"
+        entries += 1
+    responses = 0
+    for path in sorted((cache_dir / "responses").glob("*.json")):
+        assert "response" in json.loads(path.read_text()), path
+        responses += 1
+    return entries, responses
