@@ -137,3 +137,27 @@ class KillsItsProcess:
             if self.seen >= self.nth:
                 self._kill()
         return EvaluationScore(name=self.name, value=1.0)
+
+
+class WaitsForFile:
+    """An evaluator (scoring 1.0) that holds each case until the file `gate` exists, so a
+    test can keep a run in the middle of its evaluation for as long as it needs."""
+
+    name = "gated"
+
+    def __init__(self, gate: str, timeout: float = 120.0) -> None:
+        from pathlib import Path
+
+        self.gate = Path(gate)
+        self.timeout = timeout
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + self.timeout
+        while not self.gate.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.gate} did not appear")
+            await asyncio.sleep(0.05)
+        return EvaluationScore(name=self.name, value=1.0)
