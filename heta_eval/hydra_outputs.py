@@ -3,15 +3,15 @@
 Hydra saves the composed config and the command line's overrides before our code runs, so a
 key given on the command line (`+recipe.metadata.api_key=sk-...`) or resolved into the
 config would stay on disk. `scrub_hydra_outputs` rewrites those files without the secret
-values (values under secret-looking keys, see heta_eval.secrets) and adds a filter to the
-log handlers that masks them in every later log line.
+values (values under secret-looking keys, see heta_eval.secrets), and masks them in every
+later log line of the process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +20,21 @@ from heta_eval.secrets import is_secret_key, scrub, scrub_file, secret_values
 HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
 
 
-class ScrubSecrets(logging.Filter):
-    """Masks secret values in log records that pass through a handler."""
+_scrubbed: set[str] = set()  # secrets masked in log records of this process
 
-    def __init__(self, secrets: Iterable[str]) -> None:
-        super().__init__()
-        self.secrets = frozenset(secrets)
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = scrub(message, self.secrets)
-        if clean != message:
-            record.msg, record.args = clean, ()
-        return True
+def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        if _scrubbed:
+            message = record.getMessage()
+            clean = scrub(message, _scrubbed)
+            if clean != message:
+                record.msg, record.args = clean, ()
+        return record
+
+    factory.heta_eval_scrubs = True  # type: ignore[attr-defined]
+    return factory
 
 
 def config_secrets(cfg: Any, overrides: Iterable[str]) -> set[str]:
@@ -50,13 +52,14 @@ def config_secrets(cfg: Any, overrides: Iterable[str]) -> set[str]:
 
 
 def scrub_logs(secrets: Iterable[str]) -> None:
-    """Mask `secrets` in every later record of the root logger's handlers."""
-    secrets = frozenset(secrets)
-    if not secrets:
-        return
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, ScrubSecrets) for f in handler.filters):
-            handler.addFilter(ScrubSecrets(secrets))
+    """Mask `secrets` in every later log record of this process.
+
+    A record factory, not a handler filter: Hydra reconfigures the handlers for each job
+    and its launchers log each job's overrides."""
+    _scrubbed.update(secrets)
+    current = logging.getLogRecordFactory()
+    if _scrubbed and not getattr(current, "heta_eval_scrubs", False):
+        logging.setLogRecordFactory(_scrubbing_factory(current))
 
 
 def scrub_hydra_outputs(cfg: Any, hydra_cfg: Any) -> None:

@@ -429,7 +429,7 @@ class MlflowSweepCallback(Callback):
             record = {
                 "num": hydra_cfg.job.num,
                 "status": job_return.status.name,
-                "overrides": list(job_return.overrides or []),
+                "overrides": [mask_override(str(o)) for o in job_return.overrides or []],
                 "error": f"{type(error).__name__}: {error}" if error is not None else None,
             }
             jobs = sweep_dir / JOBS_DIR
