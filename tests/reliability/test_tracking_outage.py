@@ -34,8 +34,6 @@ from .processes import (
     start_cli,
 )
 
-pytestmark = pytest.mark.slow  # each test starts an MLflow server (~10-20 s)
-
 
 @pytest.fixture(autouse=True)
 def _quick_client(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,21 +93,53 @@ def _assert_run_equals_report(client: MlflowClient, run_id: str, run_dir: Path, 
     assert config.read_text() == (run_dir / "config.resolved.yaml").read_text()
 
 
-def test_server_down_at_start_then_synced_once(tmp_path: Path) -> None:
-    root = tmp_path / "outputs"
-    port = free_port()
+def _offline_run(root: Path, tmp_path: Path, port: int) -> Finished:
+    """A run against a server that is not there: it ends, its data waits in the outbox."""
     done = run_cli(root, tmp_path, f"tracking.uri=http://127.0.0.1:{port}", "runner.limit=10")
     assert done.returncode == 0, done.stderr
     assert "NOT UPLOADED" in done.stdout and f"heta-eval-sync --root {root}" in done.stdout
-    run_dir = done.report_path.parent
     assert EvaluationReport.read_json(done.report_path).case_results
+    return done
+
+
+def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    done = _offline_run(root, tmp_path, free_port())
+    run_dir = done.report_path.parent
+    report = EvaluationReport.read_json(done.report_path)
     (entry,) = _entries(root)
     assert entry.pending and entry.server_run_id is None and entry.status == "FINISHED"
+    resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
+    assert entry.params == flat_params(resolved)
+    assert entry.tags["benchmark.name"] == "sample" and entry.tags["recipe.name"] == "bm25"
+    kept = {(k, v, s) for k, v, _, s in entry.metrics}
+    assert kept == {(k, float(v), s) for k, v, s in report_metrics(report)}
+    outbox = Outbox(root)
+    assert json.loads(outbox.file(entry, entry.table).read_text()) == json.loads(
+        json.dumps(case_table(report))
+    )
+    assert outbox.file(entry, "report.json").read_bytes() == done.report_path.read_bytes()
+    assert sorted(entry.artifacts) == ["config.resolved.yaml", "report.json"]
+    # The run's state remembers the outbox entry: a rerun reuses the finished run.
+    again = run_cli(
+        root, tmp_path, f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=10"
+    )
+    assert again.returncode == 0 and "already evaluated" in again.stdout + again.stderr
+    assert len(_entries(root)) == 1
 
-    # Server still down: the sync says so, keeps the entry, and fails.
+    # Server still down: the sync says so within seconds, keeps the entry, and fails.
     down = _sync(root)
     assert down.returncode == 1 and "NOT uploaded" in down.stdout
-    assert _entries(root)[0].pending
+    assert "synced 0 run(s), 1 failed, 0 waiting" in down.stdout
+    assert _entries(root) == [entry]
+
+
+@pytest.mark.slow  # starts an MLflow server (~10-20 s)
+def test_server_down_at_start_then_synced_once(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    port = free_port()
+    done = _offline_run(root, tmp_path, port)
+    run_dir = done.report_path.parent
 
     with mlflow_server(tmp_path / "server", port) as server:
         client = MlflowClient(tracking_uri=server.uri)
@@ -135,6 +165,7 @@ def test_server_down_at_start_then_synced_once(tmp_path: Path) -> None:
         _assert_run_equals_report(client, run.info.run_id, run_dir, tmp_path / "dl2")
 
 
+@pytest.mark.slow  # starts an MLflow server twice
 def test_server_killed_mid_run_then_synced_into_the_same_run(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     server = MlflowServer(tmp_path / "server", free_port())
@@ -183,6 +214,7 @@ def test_server_killed_mid_run_then_synced_into_the_same_run(tmp_path: Path) -> 
         server.kill()
 
 
+@pytest.mark.slow
 def test_a_sweep_goes_on_when_the_server_is_down(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     done = run_cli(
