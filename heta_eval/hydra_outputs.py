@@ -17,6 +17,8 @@ from typing import Any
 
 from heta_eval.secrets import is_secret_key, scrub, scrub_file, secret_values
 
+log = logging.getLogger(__name__)
+
 HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
 
 
@@ -70,12 +72,15 @@ def scrub_hydra_outputs(cfg: Any, hydra_cfg: Any) -> None:
     if not secrets:
         return
     scrub_logs(secrets)
-    files = []
-    if hydra_cfg.output_subdir:
-        subdir = Path(hydra_cfg.runtime.output_dir) / hydra_cfg.output_subdir
-        files.extend(subdir / name for name in HYDRA_FILES)
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        files.append(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
-    for path in files:
-        if path.is_file():
-            scrub_file(path, secrets)
+    try:
+        files = []
+        if hydra_cfg.output_subdir:
+            subdir = Path(hydra_cfg.runtime.output_dir) / hydra_cfg.output_subdir
+            files.extend(subdir / name for name in HYDRA_FILES)
+        if hydra_cfg.mode == RunMode.MULTIRUN:
+            files.append(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
+        for path in files:
+            if path.is_file():
+                scrub_file(path, secrets)
+    except Exception as exc:  # e.g. a composed config without a run directory (compose API)
+        log.warning("could not scrub secrets from Hydra's output files: %s", exc)
