@@ -5,7 +5,6 @@ processes of one configuration run at once. No run is lost, no cache entry is co
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -64,7 +63,6 @@ def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
     assert verify_cache(root / "cache") == (2, 60)
 
 
-@pytest.mark.slow
 def test_two_processes_of_one_configuration(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     gate = tmp_path / "gate"
@@ -73,11 +71,15 @@ def test_two_processes_of_one_configuration(tmp_path: Path) -> None:
         f"evaluator.extra=[{{_target_:tests.faulty_components.WaitsForFile,gate:'{gate}'}}]",
     )
     first = start_cli(root, tmp_path, *args)
-    journals = root / "state"
-    # The first holds the configuration (its journal exists) and waits at the gate.
-    while first.poll() is None and not list(journals.glob("*/journal.jsonl")):
-        threading.Event().wait(0.1)
-    assert first.poll() is None, first.communicate()
+    # The first holds the configuration once it evaluates (it logs the benchmark's size);
+    # it then waits at the gate.
+    assert first.stdout is not None
+    logged = []
+    for line in first.stdout:
+        logged.append(line)
+        if "run units" in line:
+            break
+    assert first.poll() is None, "".join(logged) + first.communicate()[1]
     second = start_cli(root, tmp_path, *args)
     seen = []
     assert second.stdout is not None
@@ -88,7 +90,7 @@ def test_two_processes_of_one_configuration(tmp_path: Path) -> None:
     assert second.poll() is None, "".join(seen) + second.communicate()[1]
     gate.touch()
     out, err = first.communicate(timeout=300)
-    one = Finished(first.returncode, out, err)
+    one = Finished(first.returncode, "".join(logged) + out, err)
     out, err = second.communicate(timeout=300)
     two = Finished(second.returncode, "".join(seen) + out, err)
     assert one.returncode == 0, one.stderr
@@ -96,6 +98,7 @@ def test_two_processes_of_one_configuration(tmp_path: Path) -> None:
     assert "already evaluated" in two.stdout + two.stderr
     assert one.report_path != two.report_path
     report = EvaluationReport.read_json(one.report_path)
+    assert len(report.case_results) == 10 and not report.failed_cases
     assert EvaluationReport.read_json(two.report_path) == report
     client = _client(root)
     (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])

@@ -13,8 +13,6 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import pytest
-
 from ..openai_server import serve_chat
 from .processes import Finished, run_cli
 
@@ -45,7 +43,6 @@ def _llm_args(base_url: str, root: Path) -> tuple[str, ...]:
     )
 
 
-@pytest.mark.slow
 def test_keys_from_the_environment_and_the_command_line_leak_nowhere(tmp_path: Path) -> None:
     env_key = f"sk-env-{uuid.uuid4().hex}"
     cli_key = f"sk-cli-{uuid.uuid4().hex}"
@@ -75,7 +72,6 @@ def test_keys_from_the_environment_and_the_command_line_leak_nowhere(tmp_path: P
     assert _leaks(root, done, cli_key) == []
 
 
-@pytest.mark.slow
 def test_a_key_on_a_sweep_command_line_leaks_nowhere(tmp_path: Path) -> None:
     cli_key = f"sk-sweep-{uuid.uuid4().hex}"
     root = tmp_path / "outputs"
