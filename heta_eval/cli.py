@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +72,21 @@ async def _execute(
     parent_run_id: str | None,
     sweep_id: str | None = None,
 ) -> EvaluationReport:
+    """Evaluate (or reuse, or resume) with this configuration's run state held by us alone."""
+    from heta_eval.code_version import code_version
+    from heta_eval.run_state import RunState
+
+    settings = components.settings
+    with RunState(settings.state_dir, components.config_hash, code_version()).lock():
+        return await _execute_locked(components, overrides, parent_run_id, sweep_id)
+
+
+async def _execute_locked(
+    components: RunComponents,
+    overrides: list[str],
+    parent_run_id: str | None,
+    sweep_id: str | None = None,
+) -> EvaluationReport:
     from heta_eval.code_version import code_version
     from heta_eval.failure_policy import check_failure_rate
     from heta_eval.records import EvaluationReport
@@ -93,7 +107,7 @@ async def _execute(
         if hasattr(components.tracker, "run_id"):
             components.tracker.run_id = completed.tracking_run_id
         if completed.report.resolve() != (settings.output_dir / "report.json").resolve():
-            shutil.copyfile(completed.report, settings.output_dir / "report.json")
+            report.write_json(settings.output_dir / "report.json")  # atomic, unlike a copy
             _write_html_report(report, settings.output_dir)
         return report
     journal = state.journal()
@@ -143,9 +157,13 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
 
     from heta_eval.assembly import assemble
     from heta_eval.console import print_summary
+    from heta_eval.hydra_outputs import scrub_hydra_outputs
+    from heta_eval.secrets import mask_override
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_cfg is not None:
+        scrub_hydra_outputs(cfg, hydra_cfg)
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
         check_search_objective(cfg, hydra_cfg)
     components = assemble(cfg)
@@ -160,6 +178,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         parent = parent_run_id(hydra_cfg.sweep.dir)
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
+    overrides = [mask_override(o) for o in overrides]  # they become tags and the run name
     report = asyncio.run(_execute(components, overrides, parent, sweep_id))
     print_summary(
         report,

@@ -72,3 +72,92 @@ class SlowQueries:
 
             time.sleep(self.seconds * len(queries))
             return self.inner.search(queries, top_k)  # type: ignore[attr-defined]
+
+
+class KillsItsProcess:
+    """An evaluator (scoring 1.0) that SIGKILLs its own process at a chosen moment, once.
+
+    Constructing it installs an audit hook (sys.addaudithook) that counts the events
+    `event` whose first argument (a path) contains `path_contains`: `open` (opened for
+    writing) or `os.rename` (also raised by os.replace; the path is the destination). The
+    `nth` such event kills the process before it happens; `event="evaluate"` counts this
+    evaluator's own calls instead. `marker` is created just before the kill and disarms
+    every later instance, so that the rerun of the same configuration lives.
+    """
+
+    name = "survivor"
+
+    def __init__(
+        self, marker: str, event: str = "evaluate", path_contains: str = "", nth: int = 1
+    ) -> None:
+        import sys
+        from pathlib import Path
+
+        self.marker = Path(marker)
+        self.event = event
+        self.path_contains = path_contains
+        self.nth = nth
+        self.seen = 0
+        self.armed = not self.marker.exists()
+        if self.armed and event != "evaluate":
+            sys.addaudithook(self._hook)
+
+    def _kill(self) -> None:
+        import os
+        import signal
+
+        self.armed = False
+        fd = os.open(self.marker, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.close(fd)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def _hook(self, event: str, args: tuple) -> None:
+        import os
+
+        if not self.armed or event != self.event or not args:
+            return
+        if event == "open":
+            path, flags = args[0], args[2] if len(args) > 2 else 0
+            writing = isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+            if not writing:
+                return
+        else:
+            path = args[1] if event == "os.rename" and len(args) > 1 else args[0]
+        if isinstance(path, bytes):
+            path = path.decode(errors="replace")
+        if not isinstance(path, str | os.PathLike) or self.path_contains not in os.fspath(path):
+            return
+        self.seen += 1
+        if self.seen >= self.nth:
+            self._kill()
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        if self.armed and self.event == "evaluate":
+            self.seen += 1
+            if self.seen >= self.nth:
+                self._kill()
+        return EvaluationScore(name=self.name, value=1.0)
+
+
+class WaitsForFile:
+    """An evaluator (scoring 1.0) that holds each case until the file `gate` exists, so a
+    test can keep a run in the middle of its evaluation for as long as it needs."""
+
+    name = "gated"
+
+    def __init__(self, gate: str, timeout: float = 120.0) -> None:
+        from pathlib import Path
+
+        self.gate = Path(gate)
+        self.timeout = timeout
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + self.timeout
+        while not self.gate.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.gate} did not appear")
+            await asyncio.sleep(0.05)
+        return EvaluationScore(name=self.name, value=1.0)

@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from importlib import metadata
 from pathlib import Path
@@ -80,6 +80,21 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# A temporary entry directory this old was left by a killed writer (a save takes seconds).
+STALE_SECONDS = 3600
+
+
+def _remove_stale(candidates: Iterable[Path]) -> None:
+    """Delete temporary entry directories that killed writers left behind."""
+    now = time.time()
+    for path in candidates:
+        try:
+            if path.is_dir() and now - path.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 @dataclass
@@ -186,6 +201,7 @@ class BuildCache:
         if entry.exists():
             return
         entry.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(entry.parent.glob(f".{key[:12]}.*"))
         tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{key[:12]}."))
         try:
             kb.save(tmp)

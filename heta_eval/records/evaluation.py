@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -168,14 +171,23 @@ class EvaluationReport(Record):
     def write_json(self, path: Path) -> Path:
         """Write the report atomically (temp file + rename), so a crash never leaves half a file."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
+        data = self.model_dump_json(indent=2).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())  # the rename must not outrun the data to disk
+            os.replace(tmp, path)
         except OSError as exc:
             # A full disk: a report already at `path` stays whole; name the file.
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
-        tmp.replace(path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         return path
 
     @classmethod

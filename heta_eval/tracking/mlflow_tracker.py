@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 from collections.abc import Mapping, Sequence
@@ -17,11 +18,20 @@ from heta_eval.tracking.naming import (
     metric_name,
     run_params,
 )
+from heta_eval.tracking.outbox import LOCAL_PREFIX, Outbox, OutboxEntry
 
+log = logging.getLogger(__name__)
 PARAMS_PER_BATCH = 100  # MLflow's per-request limits
 METRICS_PER_BATCH = 1000
 CASE_TABLE = "case_results.json"
 TOP_DOCUMENTS = 5  # distinct retrieved document ids shown per case in the table
+# MLflow reads these at each request; the tracking config bounds them (MLflow's defaults
+# retry a dead server for minutes).
+HTTP_SETTINGS = {
+    "http_max_retries": "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "http_timeout_seconds": "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    "http_backoff_factor": "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+}
 
 
 def default_tracking_uri(root: Path) -> str:
@@ -125,6 +135,12 @@ class MlflowTracker:
     `uri` (or the MLFLOW_TRACKING_URI environment variable) points at a tracking server or
     store; without either, a SQLite store `{root}/mlflow.db` with artifacts in
     `{root}/mlruns` is used. Metric names are MLflow-safe (`ndcg@10` → `ndcg_at_10`).
+
+    When the tracking backend fails (a server that is down at the start or dies mid-run),
+    the run goes on: everything the tracker would send is kept in the outbox under
+    `{root}/tracking_outbox` (`outbox: true`), a warning names the sync command, and
+    `heta-eval-sync` uploads it later. `http_*` bound MLflow's HTTP retries and timeouts
+    (null: MLflow's own, or its environment variables).
     """
 
     def __init__(
@@ -135,6 +151,10 @@ class MlflowTracker:
         artifact_location: str | None = None,
         run_name: str | None = None,
         log_case_table: bool = True,
+        outbox: bool = True,
+        http_max_retries: int | None = 2,
+        http_timeout_seconds: int | None = 10,
+        http_backoff_factor: int | None = 1,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
         self.uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
@@ -146,6 +166,15 @@ class MlflowTracker:
         self.log_case_table = log_case_table
         self.run_id: str | None = None
         self._client: Any = None
+        self.use_outbox = outbox
+        self._entry: OutboxEntry | None = None  # set once the backend failed
+        self._started: dict[str, Any] = {}
+        bounds = (http_max_retries, http_timeout_seconds, http_backoff_factor)
+        for value, variable in zip(bounds, HTTP_SETTINGS.values(), strict=True):
+            if value is not None:
+                if int(value) < 0:
+                    raise ValueError(f"{variable.lower()} must be >= 0, got {value}")
+                os.environ[variable] = str(int(value))
 
     @property
     def client(self) -> Any:
@@ -187,24 +216,47 @@ class MlflowTracker:
         all_tags = dict(tags)
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        run = self.client.create_run(
-            self.experiment_id(), run_name=self.run_name or run_name, tags=all_tags
-        )
-        self.run_id = run.info.run_id
-        params = [Param(k, v) for k, v in flat_params(config).items()]
-        for batch in _chunks(params, PARAMS_PER_BATCH):
-            self.client.log_batch(self.run_id, params=list(batch))
+        flat = flat_params(config)
+        self._started = {"run_name": self.run_name or run_name, "tags": all_tags, "params": flat}
+        try:
+            run = self.client.create_run(
+                self.experiment_id(), run_name=self.run_name or run_name, tags=all_tags
+            )
+            self.run_id = run.info.run_id
+            params = [Param(k, v) for k, v in flat.items()]
+            for batch in _chunks(params, PARAMS_PER_BATCH):
+                self.client.log_batch(self.run_id, params=list(batch))
+        except Exception as exc:
+            self._go_offline(exc)
 
     def resume(self, run_id: str) -> bool:
-        """Reopen the run an interrupted evaluation started (same run, not a second one)."""
+        """Reopen the run an interrupted evaluation started (same run, not a second one).
+
+        A run whose data is in the outbox (it started or went on while the backend was
+        down) goes on in the outbox; a server that cannot be reached sends it there too."""
+        if self.use_outbox:
+            entry = Outbox(self.root).find(run_id)
+            if entry is not None:
+                self._entry, self.run_id = entry, entry.local_run_id
+                log.warning("run %s goes on in the tracking outbox %s", run_id, self._where())
+                return True
+            if run_id.startswith(LOCAL_PREFIX):
+                return False
         try:
             run = self.client.get_run(run_id)
-        except Exception:
-            return False
+        except Exception as exc:
+            if not self.use_outbox or getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
+                return False
+            self.run_id = run_id
+            self._go_offline(exc)
+            return True
         if run.info.lifecycle_stage != "active":
             return False
-        self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
+        try:
+            self.client.update_run(run_id, status="RUNNING")
+        except Exception as exc:
+            self._go_offline(exc)
         return True
 
     def log_report(self, report: EvaluationReport, artifacts: Mapping[str, Path]) -> None:
@@ -216,26 +268,133 @@ class MlflowTracker:
             raise RuntimeError("MlflowTracker.log_report called before start")
         stamp = int(report.finished_at.timestamp() * 1000)
         metrics = [Metric(k, float(v), stamp, step) for k, v, step in report_metrics(report)]
-        for batch in _chunks(metrics, METRICS_PER_BATCH):
-            self.client.log_batch(self.run_id, metrics=list(batch))
-        params = [Param(k, v) for k, v in run_params(report).items()]
-        tags = [RunTag(PRIMARY_MODE_TAG, report.primary_query_mode or "")]
-        self.client.log_batch(self.run_id, params=params, tags=tags)
-        dataset = DatasetInput(
-            benchmark_dataset(report), tags=[InputTag("mlflow.data.context", "evaluation")]
-        )
-        self.client.log_inputs(self.run_id, datasets=[dataset])
-        if self.log_case_table and report.case_results:
-            self.client.log_table(self.run_id, data=case_table(report), artifact_file=CASE_TABLE)
-        for path in artifacts.values():
-            if Path(path).exists():
-                self.client.log_artifact(self.run_id, str(path))
+        params = run_params(report)
+        tags = {PRIMARY_MODE_TAG: report.primary_query_mode or ""}
+        if self._entry is None:
+            try:
+                for batch in _chunks(metrics, METRICS_PER_BATCH):
+                    self.client.log_batch(self.run_id, metrics=list(batch))
+                self.client.log_batch(
+                    self.run_id,
+                    params=[Param(k, v) for k, v in params.items()],
+                    tags=[RunTag(k, v) for k, v in tags.items()],
+                )
+                dataset = DatasetInput(
+                    benchmark_dataset(report),
+                    tags=[InputTag("mlflow.data.context", "evaluation")],
+                )
+                self.client.log_inputs(self.run_id, datasets=[dataset])
+                if self.log_case_table and report.case_results:
+                    self.client.log_table(
+                        self.run_id, data=case_table(report), artifact_file=CASE_TABLE
+                    )
+                for path in artifacts.values():
+                    if Path(path).exists():
+                        self.client.log_artifact(self.run_id, str(path))
+                return
+            except Exception as exc:
+                self._go_offline(exc)
+        # Everything again, even what reached the server: a sync sends each item once.
+        # (The dataset input is not kept: the benchmark is in the tags and params.)
+        self._keep_report(metrics, report, artifacts, params, tags)
 
     def end(self, status: str = "FINISHED") -> None:
-        if self.run_id is not None:
-            self.client.set_terminated(self.run_id, status=status)
+        if self.run_id is not None and self._entry is None:
+            try:
+                self.client.set_terminated(self.run_id, status=status)
+                return
+            except Exception as exc:
+                self._go_offline(exc)
+        if self._entry is not None:
+            self._update_entry(status=status)
+            log.warning(
+                "MLflow tracking data of this run is in %s; upload it with: %s",
+                self._where(),
+                self.sync_command(),
+            )
 
     def describe(self) -> str:
+        if self._entry is not None:
+            return (
+                f"NOT UPLOADED (MLflow unreachable): kept in {self._where()}; "
+                f"upload with `{self.sync_command()}`"
+            )
+        if (self.run_id or "").startswith(LOCAL_PREFIX):
+            return f"not uploaded yet (tracking outbox); upload with `{self.sync_command()}`"
         if self.uri.startswith("sqlite:"):
             return f"mlflow ui --backend-store-uri {self.uri}  (run {self.run_id})"
-        return f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id()}/runs/{self.run_id}"
+        try:
+            experiment = self.experiment_id()
+        except Exception:  # the server went away after the run; the run id still says it
+            return f"{self.uri.rstrip('/')} (run {self.run_id})"
+        return f"{self.uri.rstrip('/')}/#/experiments/{experiment}/runs/{self.run_id}"
+
+    # -- the outbox ----------------------------------------------------------------------
+
+    def sync_command(self) -> str:
+        """The command that uploads this root's outbox."""
+        return f"heta-eval-sync --root {self.root}"
+
+    def _where(self) -> Path:
+        assert self._entry is not None
+        return Outbox(self.root).entry_dir(self._entry)
+
+    def _go_offline(self, exc: BaseException) -> None:
+        """The backend failed: keep this run's data in the outbox from now on."""
+        if not self.use_outbox:
+            raise exc
+        if self._entry is not None:
+            return
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        server_run = None if (self.run_id or "").startswith(LOCAL_PREFIX) else self.run_id
+        self._entry = Outbox(self.root).new_entry(
+            uri=self.uri,
+            experiment=self.experiment,
+            artifact_location=self.artifact_location,
+            run_name=str(self._started.get("run_name", "")),
+            tags=dict(self._started.get("tags", {})),
+            params=dict(self._started.get("params", {})),
+            server_run_id=server_run,
+            reason=reason,
+        )
+        self.run_id = self._entry.local_run_id
+        log.warning(
+            "MLflow tracking at %s failed (%s); the evaluation goes on and keeps its tracking "
+            "data in %s; upload it when the server is back with: %s",
+            self.uri,
+            reason,
+            self._where(),
+            self.sync_command(),
+        )
+
+    def _update_entry(self, **fields: Any) -> None:
+        assert self._entry is not None
+        self._entry = self._entry.model_copy(update=fields)
+        Outbox(self.root).save(self._entry)
+
+    def _keep_report(
+        self,
+        metrics: Sequence[Any],
+        report: EvaluationReport,
+        artifacts: Mapping[str, Path],
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+    ) -> None:
+        assert self._entry is not None
+        outbox = Outbox(self.root)
+        table = None
+        if self.log_case_table and report.case_results:
+            table = outbox.add_json(self._entry, "case_table.columns.json", case_table(report))
+        kept = [
+            outbox.add_file(self._entry, Path(path))
+            for path in artifacts.values()
+            if Path(path).exists()
+        ]
+        self._update_entry(
+            params={**self._entry.params, **params},
+            tags={**self._entry.tags, **tags},
+            metrics=[(m.key, m.value, m.timestamp, m.step) for m in metrics],
+            table=table,
+            table_name=CASE_TABLE,
+            artifacts=kept,
+        )

@@ -35,6 +35,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.hydra_outputs import config_secrets, scrub_logs
+from heta_eval.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
 
 log = logging.getLogger(__name__)
@@ -313,7 +315,10 @@ class MlflowSweepCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         task_overrides = [str(o) for o in config.hydra.overrides.task]
         sid = sweep_id(task_overrides, kwargs.get("config_name"))
-        overrides = _sweeper_params(config) + task_overrides
+        # Hydra logs each job's overrides: keys given there stay out of the log.
+        scrub_logs(config_secrets(config, task_overrides))
+        task_overrides = [mask_override(o) for o in task_overrides]
+        overrides = [mask_override(o) for o in _sweeper_params(config)] + task_overrides
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
         params = {
             "sweep.overrides": " ".join(task_overrides),
@@ -333,6 +338,37 @@ class MlflowSweepCallback(Callback):
         }
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
+        try:
+            self._start_parent(tracker, sweep_dir, sid, params, tags)
+        except Exception as exc:
+            # A tracking server that is down must not stop the sweep: its jobs keep their
+            # own tracking data in the outbox (heta-eval-sync), without a parent run.
+            log.warning(
+                "MLflow parent run of sweep %s not created (%s: %s); the jobs run without a "
+                "parent run and keep their tracking data in %s/tracking_outbox if MLflow "
+                "stays unreachable (upload with: heta-eval-sync --root %s)",
+                sweep_dir,
+                type(exc).__name__,
+                str(exc).splitlines()[0][:300] if str(exc) else "",
+                tracker.root,
+                tracker.root,
+            )
+            if self._armed:
+                self._at_exit()
+                self._disarm()
+
+    def _start_parent(
+        self,
+        tracker: Any,
+        sweep_dir: Path,
+        sid: str,
+        params: dict[str, str],
+        tags: dict[str, str],
+    ) -> None:
+        """Create (or resume) the parent run, arm its ending and let the jobs find it."""
+        # A parent that cannot be created raises (no outbox entry for it); once it exists,
+        # an outage keeps its final status in the outbox.
+        tracker.use_outbox = False
         # Creates the store and the experiment here, before any (parallel) job starts.
         experiment_id = tracker.experiment_id()
         previous = self._unfinished_parent(tracker.client, experiment_id, sid)
@@ -356,6 +392,7 @@ class MlflowSweepCallback(Callback):
                 sweep_dir,
             )
         self._set_tags(tracker.client, tracker.run_id, tags)
+        tracker.use_outbox = True
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if not self._armed:
@@ -367,7 +404,10 @@ class MlflowSweepCallback(Callback):
                 status = "FAILED"  # a sweeper that tolerates failures (Optuna) got here
         except Exception as exc:  # the sweep ran; a missing summary does not fail it
             log.warning("could not summarise sweep run %s: %s", self._tracker.run_id, exc)
-        self._tracker.end(status)
+        try:
+            self._tracker.end(status)  # an unreachable server: the status goes to the outbox
+        except Exception as exc:
+            log.warning("could not end sweep run %s: %s", self._tracker.run_id, exc)
 
     # -- each job (in the launching process or a worker) -----------------------------------
 
@@ -389,7 +429,7 @@ class MlflowSweepCallback(Callback):
             record = {
                 "num": hydra_cfg.job.num,
                 "status": job_return.status.name,
-                "overrides": list(job_return.overrides or []),
+                "overrides": [mask_override(str(o)) for o in job_return.overrides or []],
                 "error": f"{type(error).__name__}: {error}" if error is not None else None,
             }
             jobs = sweep_dir / JOBS_DIR

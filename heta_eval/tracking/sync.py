@@ -1,0 +1,221 @@
+"""`heta-eval-sync`: upload to MLflow the tracking data runs kept while it was unreachable.
+
+    heta-eval-sync                      # entries under ./outputs/tracking_outbox
+    heta-eval-sync --root /data/evals   # the paths.root of the runs
+    heta-eval-sync --uri http://mlflow-host:5000   # another server than the runs used
+
+Each finished entry is replayed into its run: the run the evaluation created before the
+outage is continued, otherwise a run is created (tagged `heta_eval.outbox_id`, so that a
+sync interrupted after creating it finds it again instead of making a second). Each step
+(params, tags, metrics, case table, artifacts, final status) is marked done in the entry
+once it succeeded, and is itself safe to repeat; a synced entry is never sent again. An
+entry whose run is still going (or was killed and not resumed) waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heta_eval.tracking.outbox import OUTBOX_TAG, Outbox, OutboxEntry
+
+log = logging.getLogger(__name__)
+BATCH = 100  # params and tags per request (MLflow's limit); metrics take up to 1000
+
+
+@dataclass
+class SyncResult:
+    """What one entry's sync did."""
+
+    entry_id: str
+    run_id: str | None
+    uploaded: list[str]
+    error: str | None = None
+
+
+def _experiment_id(client: Any, entry: OutboxEntry) -> str:
+    found = client.get_experiment_by_name(entry.experiment)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return client.create_experiment(entry.experiment, artifact_location=entry.artifact_location)
+    except Exception:
+        found = client.get_experiment_by_name(entry.experiment)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def _run(client: Any, entry: OutboxEntry) -> tuple[Any, bool]:
+    """The entry's run on the server (found or created) and whether it was created now."""
+    if entry.server_run_id:
+        try:
+            return client.get_run(entry.server_run_id), False
+        except Exception as exc:
+            if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
+                raise
+    experiment_id = _experiment_id(client, entry)
+    found = client.search_runs(
+        [experiment_id], filter_string=f"tags.`{OUTBOX_TAG}` = '{entry.entry_id}'"
+    )
+    if found:
+        return found[0], False
+    tags = {**entry.tags, OUTBOX_TAG: entry.entry_id}
+    start = int(entry.created_at.timestamp() * 1000)
+    run = client.create_run(experiment_id, start_time=start, tags=tags, run_name=entry.run_name)
+    return run, True
+
+
+def sync_entry(outbox: Outbox, entry: OutboxEntry, uri: str | None = None) -> SyncResult:
+    """Upload one finished entry; each step is recorded in the entry as it completes."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param, RunTag
+
+    client = MlflowClient(tracking_uri=uri or entry.uri)
+    uploaded: list[str] = []
+    run, created = _run(client, entry)
+    run_id = run.info.run_id
+    if created or entry.server_run_id != run_id:
+        entry = _saved(outbox, entry, server_run_id=run_id)
+        uploaded.append("run")
+
+    def step(name: str) -> bool:
+        return name not in entry.done
+
+    if step("params"):
+        # A param cannot change: send only those the run lacks.
+        params = [Param(k, v) for k, v in entry.params.items() if k not in run.data.params]
+        for i in range(0, len(params), BATCH):
+            client.log_batch(run_id, params=params[i : i + BATCH])
+        entry = _done(outbox, entry, "params")
+        uploaded.append(f"{len(params)} params")
+    if step("tags"):
+        tags = [RunTag(k, v) for k, v in {**entry.tags, OUTBOX_TAG: entry.entry_id}.items()]
+        for i in range(0, len(tags), BATCH):
+            client.log_batch(run_id, tags=tags[i : i + BATCH])
+        entry = _done(outbox, entry, "tags")
+    if step("metrics"):
+        # Same key, value, timestamp and step: the store keeps one, so a repeat adds nothing.
+        metrics = [Metric(k, v, t, s) for k, v, t, s in entry.metrics]
+        for i in range(0, len(metrics), 1000):
+            client.log_batch(run_id, metrics=metrics[i : i + 1000])
+        entry = _done(outbox, entry, "metrics")
+        uploaded.append(f"{len(metrics)} metrics")
+    if step("table"):
+        if entry.table is not None:
+            names = {a.path for a in client.list_artifacts(run_id)}
+            if entry.table_name not in names:  # log_table appends to an existing table
+                data = json.loads(outbox.file(entry, entry.table).read_text(encoding="utf-8"))
+                client.log_table(run_id, data=data, artifact_file=entry.table_name)
+            uploaded.append(entry.table_name)
+        entry = _done(outbox, entry, "table")
+    if step("artifacts"):
+        for name in entry.artifacts:
+            client.log_artifact(run_id, str(outbox.file(entry, name)))  # overwrites
+            uploaded.append(name)
+        entry = _done(outbox, entry, "artifacts")
+    if step("status"):
+        client.set_terminated(run_id, status=entry.status)
+        entry = _done(outbox, entry, "status")
+        uploaded.append(f"status {entry.status}")
+    _saved(outbox, entry, synced=True)
+    return SyncResult(entry.entry_id, run_id, uploaded)
+
+
+def _saved(outbox: Outbox, entry: OutboxEntry, **fields: Any) -> OutboxEntry:
+    entry = entry.model_copy(update=fields)
+    outbox.save(entry)
+    return entry
+
+
+def _done(outbox: Outbox, entry: OutboxEntry, name: str) -> OutboxEntry:
+    return _saved(outbox, entry, done=[*entry.done, name])
+
+
+def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[OutboxEntry]]:
+    """Upload every pending entry under `root`; (results, entries still running)."""
+    outbox = Outbox(root)
+    results: list[SyncResult] = []
+    waiting: list[OutboxEntry] = []
+    for entry in outbox.entries():
+        if entry.synced:
+            continue
+        if entry.status is None:
+            waiting.append(entry)
+            continue
+        try:
+            results.append(sync_entry(outbox, entry, uri))
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            results.append(SyncResult(entry.entry_id, entry.server_run_id, [], reason))
+    return results, waiting
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point of `heta-eval-sync`; exit 0 when nothing is left to upload."""
+    parser = argparse.ArgumentParser(
+        prog="heta-eval-sync",
+        description="Upload to MLflow the tracking data that runs kept in their outbox "
+        "while the tracking server was unreachable.",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("outputs"),
+        help="paths.root of the runs (default: ./outputs); entries are in ROOT/tracking_outbox",
+    )
+    parser.add_argument(
+        "--uri", default=None, help="tracking URI to upload to (default: the one each run used)"
+    )
+    parser.add_argument(
+        "--http-max-retries",
+        type=int,
+        default=None,
+        help="retries of each MLflow request (default: $MLFLOW_HTTP_REQUEST_MAX_RETRIES or 2)",
+    )
+    parser.add_argument(
+        "--http-timeout",
+        type=int,
+        default=None,
+        help="seconds per MLflow request (default: $MLFLOW_HTTP_REQUEST_TIMEOUT or 10)",
+    )
+    args = parser.parse_args(argv)
+    # MLflow's own defaults retry a dead server for minutes; bound them unless told.
+    for value, variable, default in (
+        (args.http_max_retries, "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+        (args.http_timeout, "MLFLOW_HTTP_REQUEST_TIMEOUT", "10"),
+        (None, "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+    ):
+        if value is not None:
+            os.environ[variable] = str(value)
+        else:
+            os.environ.setdefault(variable, default)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    results, waiting = sync(args.root.expanduser().resolve(), args.uri)
+    failed = [r for r in results if r.error]
+    for result in results:
+        if result.error:
+            print(f"entry {result.entry_id}: NOT uploaded ({result.error}); run again later")
+        else:
+            what = ", ".join(result.uploaded) or "nothing new"
+            print(f"entry {result.entry_id} -> run {result.run_id}: {what}")
+    for entry in waiting:
+        print(
+            f"entry {entry.entry_id}: its run has not ended (still running, or interrupted: "
+            "rerun the evaluation to finish it)"
+        )
+    synced = len(results) - len(failed)
+    print(f"synced {synced} run(s), {len(failed)} failed, {len(waiting)} waiting")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Real processes for reliability tests: `heta-eval` subprocesses and an MLflow server."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..conftest import REPO
+
+# Test components (tests/faulty_components.py) are importable in the subprocesses.
+SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment of a CLI subprocess: no MLFLOW_* of ours, tests/ importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+    env.update(extra)
+    return env
+
+
+def start_cli(root: Path, cwd: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """`python -m heta_eval paths.root=ROOT ARGS` in the background (flags first)."""
+    flags = [a for a in args if a.startswith("-")]
+    overrides = [a for a in args if not a.startswith("-")]
+    return subprocess.Popen(
+        [sys.executable, "-m", "heta_eval", *flags, f"paths.root={root}", *overrides],
+        cwd=cwd,
+        env=cli_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_cli(root: Path, cwd: Path, *args: str, timeout: float = 300, **env: str) -> Finished:
+    """Run the CLI to the end."""
+    proc = start_cli(root, cwd, *args, **env)
+    out, err = proc.communicate(timeout=timeout)
+    return Finished(proc.returncode, out, err)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished subprocess."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def report_path(self) -> Path:
+        """The report the CLI printed (`report: PATH`)."""
+        line = next(x for x in self.stdout.splitlines() if x.startswith("report: "))
+        return Path(line.removeprefix("report: "))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class MlflowServer:
+    """`mlflow server` on 127.0.0.1 with a SQLite store and served artifacts under `home`."""
+
+    home: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 180) -> None:
+        """Start and wait until /health answers."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        log = (self.home / "server.log").open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{self.home / 'mlflow.db'}",
+                "--artifacts-destination",
+                str(self.home / "artifacts"),
+            ],
+            cwd=self.home,
+            env=cli_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the server and its workers
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError((self.home / "server.log").read_text()[-3000:])
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.uri}/health", timeout=2) as reply,
+            ):
+                if reply.status == 200:
+                    return
+            time.sleep(0.25)
+        self.kill()
+        raise RuntimeError(f"mlflow server did not start: {(self.home / 'server.log').read_text()}")
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group (no goodbye to its clients) and wait."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+        self.process = None
+
+
+@contextlib.contextmanager
+def mlflow_server(home: Path, port: int | None = None) -> Iterator[MlflowServer]:
+    """A running MLflow server, killed at the end."""
+    server = MlflowServer(home, port or free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def verify_cache(cache_dir: Path) -> tuple[int, int]:
+    """Check every build cache entry against its checksums and every cached response parses;
+    (entries, responses). Temporary (dot) files and directories are not entries."""
+    import hashlib
+    import json
+
+    entries = 0
+    for entry in sorted((cache_dir / "kb").glob("*/*")):
+        if entry.name.startswith("."):
+            continue
+        listed = json.loads((entry / "checksums.json").read_text())
+        assert listed, entry
+        for relative, expected in listed.items():
+            digest = hashlib.sha256((entry / relative).read_bytes()).hexdigest()
+            assert digest == expected, f"{entry / relative} does not match its checksum"
+        entries += 1
+    responses = 0
+    for path in sorted((cache_dir / "responses").glob("*.json")):
+        assert "response" in json.loads(path.read_text()), path
+        responses += 1
+    return entries, responses

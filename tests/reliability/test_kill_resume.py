@@ -1,0 +1,191 @@
+"""SIGKILL while a build cache entry, a cached response or the report is being written, and
+torn files left behind: the rerun resumes and gives the report an uninterrupted run gives,
+and no torn file is ever read as valid.
+
+The kill is real: a test evaluator (tests/faulty_components.KillsItsProcess) installs an
+audit hook that SIGKILLs its own `heta-eval` process at the chosen write, once (a marker
+file disarms it for the rerun of the same configuration). A kill between queries is
+covered by tests/test_resume.py.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from heta_eval import EvaluationReport
+
+from .processes import Finished, run_cli, verify_cache
+
+ARGS = ("runner.limit=12", "runner.max_concurrent_queries=1")
+
+
+def _killer(marker: Path, event: str, contains: str = "", nth: int = 1) -> str:
+    return (
+        "evaluator.extra=[{_target_:tests.faulty_components.KillsItsProcess,"
+        f"marker:'{marker}',event:'{event}',path_contains:'{contains}',nth:{nth}}}]"
+    )
+
+
+def _by_case(report: EvaluationReport) -> dict[tuple[str, str, str], tuple]:
+    return {
+        (r.unit_id, r.case_id, r.query_mode): (r.scores, tuple(i.id for i in r.retrieved), r.error)
+        for r in report.case_results
+    }
+
+
+def _assert_same(report: EvaluationReport, reference: EvaluationReport) -> None:
+    assert [(r.unit_id, r.case_id) for r in report.case_results] == [
+        (r.unit_id, r.case_id) for r in reference.case_results
+    ]
+    assert _by_case(report) == _by_case(reference)
+    assert report.score_summary == reference.score_summary
+    assert report.score_details == reference.score_details
+
+
+def _reference(tmp_path: Path, *args: str) -> EvaluationReport:
+    """The same configuration evaluated without interruption, elsewhere."""
+    clean = run_cli(tmp_path / "clean", tmp_path, *args, "tracking=none")
+    assert clean.returncode == 0, clean.stderr
+    return EvaluationReport.read_json(clean.report_path)
+
+
+def _runs(root: Path) -> list:
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    return client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
+
+
+def _killed(root: Path, tmp_path: Path, *args: str) -> Finished:
+    victim = run_cli(root, tmp_path, *args)
+    assert victim.returncode == -9, victim.stdout + victim.stderr  # SIGKILL, nothing else
+    assert (tmp_path / "marker").exists()
+    return victim
+
+
+def test_killed_while_writing_the_report(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    args = (*ARGS, _killer(tmp_path / "marker", "os.rename", "report.json"))
+    _killed(root, tmp_path, *args)
+    # The report was complete in its temporary file, not yet renamed: no report.json, no
+    # completion, the journal has every case, the MLflow run is still RUNNING.
+    assert not list((root / "runs").rglob("report.json"))
+    assert list((root / "runs").rglob(".report.json.*.tmp"))
+    assert not list((root / "state").glob("*/done.json"))
+    (killed,) = _runs(root)
+    assert killed.info.status == "RUNNING"
+
+    rerun = run_cli(root, tmp_path, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    report = EvaluationReport.read_json(rerun.report_path)
+    assert report.metadata["resumed_cases"] == len(report.case_results) == 12
+    _assert_same(report, _reference(tmp_path, *args))
+    (run,) = _runs(root)
+    assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("event", "where", "nth"),
+    [
+        ("open", "kb", 2),  # inside the entry's temporary directory: a half-written entry
+        ("os.rename", "kb", 1),  # the entry complete in its temporary directory, not renamed
+        ("os.rename", "responses", 3),  # the third cached query response
+    ],
+)
+def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, nth: int) -> None:
+    root = tmp_path / "outputs"
+    args = (*ARGS, _killer(tmp_path / "marker", event, str(root / "cache" / where), nth))
+    _killed(root, tmp_path, *args)
+    entries, _ = verify_cache(root / "cache")
+    if where == "kb":
+        assert entries == 0  # what was left is a temporary directory, never an entry
+        (left,) = (root / "cache" / "kb").glob("*/.*")
+        hours_ago = time.time() - 7200
+        os.utime(left, (hours_ago, hours_ago))  # as if the kill was long ago
+
+    rerun = run_cli(root, tmp_path, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    report = EvaluationReport.read_json(rerun.report_path)
+    cache = report.metadata["cache"]
+    assert cache["discarded"] == 0
+    assert cache["hits"] == (1 if where == "responses" else 0)
+    assert verify_cache(root / "cache")[0] == 1
+    if where == "kb":
+        assert not left.exists()  # the rerun's save removed what the killed one left
+    _assert_same(report, _reference(tmp_path, *args))
+    (run,) = _runs(root)
+    assert run.info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    first = run_cli(root, tmp_path, *ARGS)
+    assert first.returncode == 0, first.stderr
+    reference = EvaluationReport.read_json(first.report_path)
+    (state,) = (root / "state").glob("*/done.json")
+    journal = state.parent / "journal.jsonl"
+
+    # The completion marker points at a torn report: evaluated again (from the journal).
+    text = first.report_path.read_text()
+    first.report_path.write_text(text[: len(text) // 2])
+    again = run_cli(root, tmp_path, *ARGS)
+    assert again.returncode == 0, again.stderr
+    assert "unreadable" in again.stdout + again.stderr
+    assert "already evaluated" not in again.stdout + again.stderr
+    report = EvaluationReport.read_json(again.report_path)
+    assert report.metadata["resumed_cases"] == 12
+    _assert_same(report, reference)
+
+    # A torn completion marker: not finished.
+    marker = state.read_text()
+    state.write_text(marker[: len(marker) // 2])
+    torn_marker = run_cli(root, tmp_path, *ARGS)
+    assert torn_marker.returncode == 0, torn_marker.stderr
+    assert "already evaluated" not in torn_marker.stdout + torn_marker.stderr
+    _assert_same(EvaluationReport.read_json(torn_marker.report_path), reference)
+
+    # A journal cut in the middle of its 6th line (a kill mid-write): 4 results are kept,
+    # the torn line and everything after it are evaluated again.
+    state.unlink()
+    lines = journal.read_bytes().splitlines(keepends=True)
+    cases = [line for line in lines[1:] if b'"kind": "case"' in line]
+    cut = b"".join(lines[:5])
+    journal.write_bytes(cut + lines[5][: len(lines[5]) // 2])
+    kept = sum(1 for line in lines[1:5] if b'"kind": "case"' in line)
+    assert len(cases) == 12 and kept >= 3
+    resumed = run_cli(root, tmp_path, *ARGS)
+    assert resumed.returncode == 0, resumed.stderr
+    report = EvaluationReport.read_json(resumed.report_path)
+    assert report.metadata["resumed_cases"] == kept
+    _assert_same(report, reference)
+    assert journal.read_bytes().endswith(b"\n")
+
+
+def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    first = run_cli(root, tmp_path, *ARGS)
+    assert first.returncode == 0, first.stderr
+    reference = EvaluationReport.read_json(first.report_path)
+    entries, responses = verify_cache(root / "cache")
+    assert entries == 1 and responses == 12
+    (entry,) = (p for p in (root / "cache" / "kb").glob("*/*") if not p.name.startswith("."))
+    chunks = entry / "chunks.jsonl"
+    chunks.write_bytes(chunks.read_bytes()[:100])
+    response = sorted((root / "cache" / "responses").glob("*.json"))[0]
+    response.write_bytes(response.read_bytes()[:40])
+
+    again = run_cli(root, tmp_path, *ARGS, "runner.resume=false")
+    assert again.returncode == 0, again.stderr
+    assert "discarding corrupt build cache entry" in again.stdout + again.stderr
+    assert "ignoring corrupt cache file" in again.stdout + again.stderr
+    report = EvaluationReport.read_json(again.report_path)
+    cache = report.metadata["cache"]
+    assert cache["discarded"] == 1 and cache["hits"] == 0 and cache["written"] == 1
+    assert cache["response_hits"] == 11 and cache["response_misses"] == 1
+    _assert_same(report, reference)
+    assert verify_cache(root / "cache") == (1, 12)
