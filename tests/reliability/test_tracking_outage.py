@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport
 from heta_eval.tracking.mlflow_tracker import CASE_TABLE, case_table, report_metrics
-from heta_eval.tracking.naming import flat_params, metric_name
+from heta_eval.tracking.naming import PRIMARY_MODE_TAG, flat_params, metric_name, run_params
 from heta_eval.tracking.outbox import Outbox, OutboxEntry
 
 from .processes import (
@@ -68,8 +68,9 @@ def _assert_run_equals_report(client: MlflowClient, run_id: str, run_dir: Path, 
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED"
     resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
-    assert run.data.params == flat_params(resolved)
+    assert run.data.params == flat_params(resolved) | run_params(report)
     tags = run.data.tags
+    assert tags[PRIMARY_MODE_TAG] == report.primary_query_mode
     assert tags["benchmark.name"] == report.benchmark.name
     assert tags["recipe.name"] == report.recipe_manifest["name"]
     assert len(tags["heta_eval.config_hash"]) == 16
@@ -110,7 +111,7 @@ def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> 
     (entry,) = _entries(root)
     assert entry.pending and entry.server_run_id is None and entry.status == "FINISHED"
     resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
-    assert entry.params == flat_params(resolved)
+    assert entry.params == flat_params(resolved) | run_params(report)
     assert entry.tags["benchmark.name"] == "sample" and entry.tags["recipe.name"] == "bm25"
     kept = {(k, v, s) for k, v, _, s in entry.metrics}
     assert kept == {(k, float(v), s) for k, v, s in report_metrics(report)}
@@ -119,7 +120,7 @@ def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> 
         json.dumps(case_table(report))
     )
     assert outbox.file(entry, "report.json").read_bytes() == done.report_path.read_bytes()
-    assert sorted(entry.artifacts) == ["config.resolved.yaml", "report.json"]
+    assert sorted(entry.artifacts) == ["config.resolved.yaml", "report.html", "report.json"]
     # The run's state remembers the outbox entry: a rerun reuses the finished run.
     again = run_cli(
         root, tmp_path, f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=10"
