@@ -162,3 +162,34 @@ class LocalObjectStore:
             key = path.relative_to(self.root).as_posix()
             if key.startswith(prefix):
                 yield key
+
+
+class WrittenBytesStore:
+    """`store`, answering `get` for objects just written from the bytes still in memory.
+
+    `written` maps keys to the very bytes a successful `put` stored under them, so a build
+    that follows the writes reads exactly what the store holds without reading the files
+    again. Other keys, `list`, and every `put` (which forgets the key's bytes in memory)
+    go to the underlying store.
+    """
+
+    def __init__(self, store: ObjectStore, written: dict[str, bytes]) -> None:
+        self.store = store
+        self._written = written
+
+    def __repr__(self) -> str:
+        return f"WrittenBytesStore({self.store!r}, {len(self._written)} objects in memory)"
+
+    def put(self, key: str, data: bytes) -> None:
+        self._written.pop(key, None)
+        self.store.put(key, data)
+
+    def get(self, key: str) -> bytes:
+        data = self._written.get(key)
+        return data if data is not None else self.store.get(key)
+
+    def exists(self, key: str) -> bool:
+        return key in self._written or self.store.exists(key)
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        return self.store.list(prefix)
