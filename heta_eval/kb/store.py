@@ -113,10 +113,29 @@ class LocalObjectStore:
         _check_key(key)
         return Path(self._resolve(key)[0])
 
+    def _new_directory(self, key: str) -> str | None:
+        """Resolved path of directory `key` if this call made it (so it is empty), else None.
+
+        Only tried when its parent is already resolved; saves the `lstat` of a key's directory
+        in the common case of writing a new object into a new directory.
+        """
+        head, _, name = key.rpartition("/")
+        parent = self._dirs.get(head)
+        if parent is None:
+            return None
+        path = f"{parent}/{name}"
+        try:
+            os.mkdir(path)  # inside a resolved directory; an existing link makes this fail
+        except OSError:
+            return None
+        self._dirs[key] = path
+        return path
+
     def put(self, key: str, data: bytes) -> None:
         _check_key(key)
         head, _, name = key.rpartition("/")
-        path, exists = self._resolve(key)
+        made = None if head in self._dirs else self._new_directory(head)
+        path, exists = (f"{made}/{name}", False) if made is not None else self._resolve(key)
         if exists:
             try:
                 info = os.stat(path)
