@@ -170,7 +170,8 @@ class EvaluationReport(Record):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         try:
-            tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+            # The bytes of model_dump_json(indent=2), without decoding and encoding them again.
+            tmp.write_bytes(self.__pydantic_serializer__.to_json(self, indent=2))
         except OSError as exc:
             # A full disk: a report already at `path` stays whole; name the file.
             tmp.unlink(missing_ok=True)
