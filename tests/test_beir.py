@@ -69,6 +69,21 @@ def test_documents_cases_and_conventions(tmp_path: Path, caplog: pytest.LogCaptu
     assert "1 qrels queries are not in queries.jsonl and 1 judgments name documents" in caplog.text
 
 
+def test_cases_before_documents_still_find_the_unknown_documents(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bench = BeirBenchmark("tiny", data_root=_dataset(tmp_path / "tiny", QRELS))
+
+    async def cases_first() -> list:
+        prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path, offline=True))
+        return [c async for c in bench.cases(prepared)]
+
+    with caplog.at_level(logging.WARNING):
+        cases = asyncio.run(cases_first())
+    assert [c.case_id for c in cases] == ["q1", "q2"]
+    assert "and 1 judgments name documents not in corpus.jsonl" in caplog.text
+
+
 def test_identical_ids_are_ignored_as_beir_does(tmp_path: Path) -> None:
     root = _dataset(tmp_path / "tiny", QRELS)
     bench = BeirBenchmark("tiny", data_root=root)

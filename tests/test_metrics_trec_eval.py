@@ -134,3 +134,19 @@ def test_ties_are_broken_by_document_id_descending() -> None:
     tied = _response([("a", 0, 1.0), ("b", 0, 1.0)])  # engine order a, b; trec_eval ranks b first
     assert asyncio.run(mrr.evaluate(_case("t", {"b": 1}), tied)).value == 1.0
     assert asyncio.run(mrr.evaluate(_case("t", {"a": 1}), tied)).value == 0.0
+
+
+def test_the_ranking_is_shared_by_metrics_of_one_response_and_not_across_responses() -> None:
+    from heta_eval.evaluators.retrieval import judged_ranking
+
+    case = _case("q1", {"a": 1, "q1": 1})
+    first = _response([("b", 0, 2.0), ("q1", 0, 1.5), ("a", 0, 1.0)])
+    second = _response([("a", 0, 2.0), ("b", 0, 1.0)])
+    grades, ranked = judged_ranking(case, first)
+    assert judged_ranking(case, first) == (grades, ranked)
+    assert judged_ranking(case, first)[1] is ranked  # computed once
+    assert ranked == ("b", "q1", "a")
+    assert judged_ranking(case, first, ignore_identical_ids=True)[1] == ("b", "a")
+    assert judged_ranking(case, second)[1] == ("a", "b")
+    with pytest.raises(TypeError):
+        grades["a"] = 0  # type: ignore[index]  # shared, so read-only

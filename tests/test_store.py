@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from heta_eval.kb import LocalObjectStore, ObjectStore
-from heta_eval.kb.store import InvalidKeyError
+from heta_eval.kb.store import InvalidKeyError, WrittenBytesStore
 
 
 def test_put_get_exists_list(tmp_path: Path) -> None:
@@ -64,3 +64,20 @@ def test_links_inside_the_root_and_other_store_instances_see_the_same_objects(
     assert store.get("raw/d/two.txt") == b"two"
     with pytest.raises(KeyError, match="no object"):
         other.get("raw/missing/x.txt")
+
+
+def test_written_bytes_view_reads_memory_first_and_writes_through(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path)
+    store.put("raw/a.txt", b"a")
+    store.put("raw/b.txt", b"b")
+    view = WrittenBytesStore(store, {"raw/a.txt": b"a"})
+    assert isinstance(view, ObjectStore)
+    (tmp_path / "raw" / "a.txt").write_bytes(b"changed on disk")  # memory answers first
+    assert view.get("raw/a.txt") == b"a"
+    assert view.get("raw/b.txt") == b"b"
+    view.put("raw/a.txt", b"new")
+    assert view.get("raw/a.txt") == b"new" == store.get("raw/a.txt")
+    assert view.exists("raw/b.txt") and not view.exists("raw/c.txt")
+    assert list(view.list("raw/")) == ["raw/a.txt", "raw/b.txt"]
+    with pytest.raises(KeyError, match="no object"):
+        view.get("raw/c.txt")

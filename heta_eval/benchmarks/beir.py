@@ -213,13 +213,18 @@ class BeirBenchmark:
         return frozenset(_require(row, "_id", path, n) for n, row in iter_jsonl(path))
 
     async def documents(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkDocument]:
+        ids: set[str] = set()
         for doc_id, title, text in self._corpus(prepared):
+            ids.add(doc_id)
             yield BenchmarkDocument(
                 document_id=doc_id,
                 name=f"{doc_id}.txt",
                 data=f"{title}\n{text}".strip(),
                 metadata={"title": title} if title else {},
             )
+        if self._root is not None and prepared.paths["corpus"] == self._root / "corpus.jsonl":
+            # The whole corpus was read: `cases` need not read it again for its ids.
+            self.__dict__.setdefault("_doc_ids", frozenset(ids))
 
     async def cases(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkCase]:
         qrels = read_qrels(prepared.paths["qrels"])

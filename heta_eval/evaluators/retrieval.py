@@ -15,13 +15,15 @@ The ranking follows trec_eval exactly:
   trec_eval, and is averaged in;
 - `k` larger than the ranking: the ranking is simply shorter (precision still divides by k).
 
-The metric functions are pure: `(grades, ranked, k) -> float`.
+The metric functions are pure: `(grades, ranked, k) -> float`. The judgments and the
+ranking of a (case, response) are computed once and shared by every metric scoring it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
@@ -49,6 +51,37 @@ def ranked_documents(response: QueryResponse) -> list[str]:
     ordered = sorted(best, reverse=True)
     ordered.sort(key=best.__getitem__, reverse=True)
     return ordered
+
+
+_SHARED: dict[
+    tuple[int, int, bool],
+    tuple[BenchmarkCase, QueryResponse, Mapping[str, int], tuple[str, ...]],
+] = {}
+_SHARED_SIZE = 16  # only the case being scored is looked up again
+
+
+def judged_ranking(
+    case: BenchmarkCase, response: QueryResponse, ignore_identical_ids: bool = False
+) -> tuple[Mapping[str, int], tuple[str, ...]]:
+    """The case's judgments and the response's document ranking (read-only), computed once
+    per (case, response) and shared by the metrics that score it one after the other.
+
+    With `ignore_identical_ids`, a document whose id is the case id is dropped from both.
+    """
+    key = (id(case), id(response), ignore_identical_ids)
+    shared = _SHARED.get(key)
+    if shared is not None and shared[0] is case and shared[1] is response:
+        return shared[2], shared[3]
+    grades = relevance_judgments(case)
+    ranked = ranked_documents(response)
+    if ignore_identical_ids:
+        grades = {d: g for d, g in grades.items() if d != case.case_id}
+        ranked = [d for d in ranked if d != case.case_id]
+    result = (MappingProxyType(grades), tuple(ranked))
+    if len(_SHARED) >= _SHARED_SIZE:
+        _SHARED.clear()
+    _SHARED[key] = (case, response, *result)
+    return result
 
 
 def ndcg_at_k(
@@ -132,11 +165,7 @@ class _DocumentMetric:
         raise NotImplementedError
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        grades = relevance_judgments(case)
-        ranked = ranked_documents(response)
-        if self.ignore_identical_ids:
-            grades = {d: g for d, g in grades.items() if d != case.case_id}
-            ranked = [d for d in ranked if d != case.case_id]
+        grades, ranked = judged_ranking(case, response, self.ignore_identical_ids)
         if not grades:
             return EvaluationScore(name=self.name, value=None, skipped_reason="no judgments")
         if not any(g > 0 for g in grades.values()):

@@ -113,10 +113,29 @@ class LocalObjectStore:
         _check_key(key)
         return Path(self._resolve(key)[0])
 
+    def _new_directory(self, key: str) -> str | None:
+        """Resolved path of directory `key` if this call made it (so it is empty), else None.
+
+        Only tried when its parent is already resolved; saves the `lstat` of a key's directory
+        in the common case of writing a new object into a new directory.
+        """
+        head, _, name = key.rpartition("/")
+        parent = self._dirs.get(head)
+        if parent is None:
+            return None
+        path = f"{parent}/{name}"
+        try:
+            os.mkdir(path)  # inside a resolved directory; an existing link makes this fail
+        except OSError:
+            return None
+        self._dirs[key] = path
+        return path
+
     def put(self, key: str, data: bytes) -> None:
         _check_key(key)
         head, _, name = key.rpartition("/")
-        path, exists = self._resolve(key)
+        made = None if head in self._dirs else self._new_directory(head)
+        path, exists = (f"{made}/{name}", False) if made is not None else self._resolve(key)
         if exists:
             try:
                 info = os.stat(path)
@@ -162,3 +181,34 @@ class LocalObjectStore:
             key = path.relative_to(self.root).as_posix()
             if key.startswith(prefix):
                 yield key
+
+
+class WrittenBytesStore:
+    """`store`, answering `get` for objects just written from the bytes still in memory.
+
+    `written` maps keys to the very bytes a successful `put` stored under them, so a build
+    that follows the writes reads exactly what the store holds without reading the files
+    again. Other keys, `list`, and every `put` (which forgets the key's bytes in memory)
+    go to the underlying store.
+    """
+
+    def __init__(self, store: ObjectStore, written: dict[str, bytes]) -> None:
+        self.store = store
+        self._written = written
+
+    def __repr__(self) -> str:
+        return f"WrittenBytesStore({self.store!r}, {len(self._written)} objects in memory)"
+
+    def put(self, key: str, data: bytes) -> None:
+        self._written.pop(key, None)
+        self.store.put(key, data)
+
+    def get(self, key: str) -> bytes:
+        data = self._written.get(key)
+        return data if data is not None else self.store.get(key)
+
+    def exists(self, key: str) -> bool:
+        return key in self._written or self.store.exists(key)
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        return self.store.list(prefix)

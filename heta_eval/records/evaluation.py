@@ -171,7 +171,8 @@ class EvaluationReport(Record):
     def write_json(self, path: Path) -> Path:
         """Write the report atomically (temp file + rename), so a crash never leaves half a file."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = self.model_dump_json(indent=2).encode("utf-8")
+        # The bytes of model_dump_json(indent=2), without decoding and encoding them again.
+        data = self.__pydantic_serializer__.to_json(self, indent=2)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
