@@ -20,8 +20,6 @@ class QueryFailsOnWord:
         return QueryFailsOnWord._Built(BM25Index().build(chunks), self.word)
 
     class _Built:
-        batches_queries = True  # like the BM25 index it wraps: a failing batch is retried
-
         def __init__(self, inner: object, word: str) -> None:
             self.inner = inner
             self.word = word

@@ -76,8 +76,6 @@ class BM25Index:
 class BuiltBM25Index:
     """A queryable BM25 index; chunks that share no term with the query are not returned."""
 
-    batches_queries = True  # local and vectorised: many queries per `search` call
-
     def __init__(self, tokenizer, retriever, size: int) -> None:  # type: ignore[no-untyped-def]
         self._tokenizer = tokenizer
         self._retriever = retriever

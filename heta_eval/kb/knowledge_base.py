@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.kb.documents import Chunk, RawSource
-from heta_eval.kb.indexes import Hits, SearchIndex, batches_queries, persistable
+from heta_eval.kb.indexes import Hits, SearchIndex, persistable
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
@@ -196,14 +196,9 @@ class KnowledgeBase:
 
     @property
     def batches_queries(self) -> bool:
-        """Whether queries are best sent together through `query_many`: every index says
-        so (local, vectorised search), and no reranker or answerer makes per-query calls
-        that concurrent queries would overlap."""
-        return (
-            self._reranker is None
-            and self._answerer is None
-            and all(batches_queries(index) for index in self._indexes.values())
-        )
+        """Whether queries are best sent together through `query_many`: true unless a
+        reranker or answerer makes per-query calls that concurrent queries would overlap."""
+        return self._reranker is None and self._answerer is None
 
     @property
     def query_modes(self) -> tuple[str, ...]:
