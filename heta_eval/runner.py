@@ -429,8 +429,6 @@ class BenchmarkRunner:
                 "workers": self.settings.workers,
                 "cache": self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
                 "resumed_cases": len(journaled),
-                # Their latency_seconds is their batch's time divided evenly (see UnitEvaluator).
-                "batched_queries": sum(o.batched_queries for o in outcomes),
                 "timings_seconds": {
                     "write_documents": write_seconds,
                     "build": sum(m.build_seconds for m in built.values()),

@@ -49,20 +49,6 @@ class UnitOutcome:
     manifest: KnowledgeBaseManifest | None
     results: list[EvaluationCaseResult]
     cache: CacheStats = field(default_factory=CacheStats)
-    batched_queries: int = 0  # queries answered in batches (latency: the batch's, divided)
-
-
-QUERY_BATCH = 64  # queries answered (and then scored and journaled) together
-
-
-@dataclass(frozen=True)
-class Answered:
-    """A case's response before scoring: queried (alone or in a batch), from the response
-    cache (`latency` is then the original's), or the exception its query raised."""
-
-    response: QueryResponse | None
-    latency: float
-    error: Exception | None = None
 
 
 def error_record(stage: str, exc: BaseException, evaluator: str | None = None) -> EvaluationError:
@@ -144,82 +130,10 @@ class UnitEvaluator:
         """Slice labels of a case, from its metadata."""
         return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
 
-    async def _answer(
-        self,
-        kb: KnowledgeBaseLike,
-        case: BenchmarkCase,
-        mode: str,
-        key: str | None,
-        lookup: bool = True,
-    ) -> Answered:
-        """One case's response: from the response cache (with `lookup`), else queried alone."""
-        cached = self.cache.get_response(key) if key is not None and lookup else None
-        if cached is not None:
-            # An evaluator-only change re-scores without querying; the latency is the original.
-            return Answered(cached[0], cached[1] or 0.0)
-        started = time.perf_counter()
-        try:
-            response = await kb.query(case.query, mode=mode, top_k=self.top_k)
-        except Exception as exc:
-            return Answered(None, time.perf_counter() - started, exc)
-        latency = time.perf_counter() - started
-        if key is not None:
-            self.cache.put_response(key, response, latency)
-        return Answered(response, latency)
-
-    async def answer_in_batches(
-        self, kb: KnowledgeBaseLike, todo: Sequence[tuple[BenchmarkCase, str]]
-    ) -> tuple[dict[int, Answered], int]:
-        """Responses for `todo` (by position), and how many were queried in batches.
-
-        Only a knowledge base that says `batches_queries` (no per-query reranker or answerer
-        calls to overlap) is asked, one `query_many` call per query mode; each query's
-        latency is then the batch's time divided evenly. Cached responses are used as such;
-        a batch that fails is queried again one query at a time, so that each failing case
-        records its own error.
-        """
-        query_many = getattr(kb, "query_many", None)
-        if query_many is None or not getattr(kb, "batches_queries", False):
-            return {}, 0
-        manifest = kb.manifest()
-        answered: dict[int, Answered] = {}
-        pending: dict[str, list[tuple[int, BenchmarkCase, str | None]]] = {}
-        for i, (case, mode) in enumerate(todo):
-            key = self.cache.response_key(manifest, self.recipe, case.query, mode, self.top_k)
-            cached = self.cache.get_response(key) if key is not None else None
-            if cached is not None:
-                answered[i] = Answered(cached[0], cached[1] or 0.0)
-            else:
-                pending.setdefault(mode, []).append((i, case, key))
-        batched = 0
-        for mode, block in pending.items():
-            started = time.perf_counter()
-            try:
-                responses = await query_many(
-                    [case.query for _, case, _ in block], mode=mode, top_k=self.top_k
-                )
-            except Exception:
-                for i, case, key in block:
-                    answered[i] = await self._answer(kb, case, mode, key, lookup=False)
-                continue
-            latency = (time.perf_counter() - started) / len(block)
-            for (i, _, key), response in zip(block, responses, strict=True):
-                if key is not None:
-                    self.cache.put_response(key, response, latency)
-                answered[i] = Answered(response, latency)
-            batched += len(block)
-        return answered, batched
-
     async def evaluate_case(
-        self,
-        kb: KnowledgeBaseLike,
-        unit_id: str,
-        case: BenchmarkCase,
-        mode: str,
-        answered: Answered | None = None,
+        self, kb: KnowledgeBaseLike, unit_id: str, case: BenchmarkCase, mode: str
     ) -> EvaluationCaseResult:
-        """Query one case (unless `answered` already holds its response) and score it;
-        failures become the case's EvaluationError."""
+        """Query one case and score it; failures become the case's EvaluationError."""
         common = {
             "case_id": case.case_id,
             "unit_id": unit_id,
@@ -228,16 +142,24 @@ class UnitEvaluator:
             "labels": self.labels(case),
             "expected": expected_for_report(case.expected),
         }
-        if answered is None:
-            key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.top_k)
-            answered = await self._answer(kb, case, mode, key)
-        if answered.error is not None or answered.response is None:
-            return EvaluationCaseResult(
-                **common,
-                latency_seconds=answered.latency,
-                error=error_record("query", answered.error or ValueError("no response")),
-            )
-        response, latency = answered.response, answered.latency
+        key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.top_k)
+        cached = self.cache.get_response(key) if key is not None else None
+        if cached is not None:
+            # An evaluator-only change re-scores without querying; the latency is the original.
+            response, latency = cached[0], cached[1] or 0.0
+        else:
+            started = time.perf_counter()
+            try:
+                response = await kb.query(case.query, mode=mode, top_k=self.top_k)
+            except Exception as exc:
+                return EvaluationCaseResult(
+                    **common,
+                    latency_seconds=time.perf_counter() - started,
+                    error=error_record("query", exc),
+                )
+            latency = time.perf_counter() - started
+            if key is not None:
+                self.cache.put_response(key, response, latency)
         scores: list[EvaluationScore] = []
         error = None
         scoring_started = time.perf_counter()
@@ -316,35 +238,22 @@ class UnitEvaluator:
         )
         limiter = asyncio.Semaphore(self.max_concurrent_queries)
 
-        async def bounded(
-            case: BenchmarkCase, mode: str, answered: Answered | None
-        ) -> EvaluationCaseResult:
+        async def bounded(case: BenchmarkCase, mode: str) -> EvaluationCaseResult:
             async with limiter:
-                result = await self.evaluate_case(kb, unit_id, case, mode, answered)
+                result = await self.evaluate_case(kb, unit_id, case, mode)
             if on_result is not None:
                 on_result(result)
             queries.advance()
             return result
 
         try:
-            # Batched queries go block by block, so results still reach the journal as they
-            # come; other knowledge bases get every query at once (bounded concurrency).
-            block = QUERY_BATCH if getattr(kb, "batches_queries", False) else max(len(todo), 1)
-            results = []
-            batched = 0
             with cyclic_gc_paused(), progress.stage("query+score", len(todo), "queries") as queries:
-                for start in range(0, len(todo), block):
-                    part = todo[start : start + block]
-                    answered, count = await self.answer_in_batches(kb, part)
-                    batched += count
-                    results += await asyncio.gather(
-                        *(bounded(c, m, answered.get(i)) for i, (c, m) in enumerate(part))
-                    )
+                results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
         finally:
             closer = getattr(kb, "aclose", None)
             if closer is not None:
                 await closer()
-        return UnitOutcome(unit_id, manifest, list(results), self._delta(before), batched)
+        return UnitOutcome(unit_id, manifest, list(results), self._delta(before))
 
     def _delta(self, before: CacheStats) -> CacheStats:
         delta = CacheStats()

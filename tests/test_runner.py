@@ -10,7 +10,7 @@ import pytest
 
 from heta_eval import BenchmarkError, BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import SampleBenchmark
-from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, LocalObjectStore
+from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
 from heta_eval.records import BenchmarkCase, BenchmarkDocument, BenchmarkRunUnit
 
 from .conftest import load_recipe
@@ -124,40 +124,6 @@ def test_query_failures_are_recorded_per_case(tmp_path: Path) -> None:
     assert failed[0].error.message == "index refused a query containing 'comet'"  # type: ignore[union-attr]
     detail = report.score_details["bm25.evidence_recall@5"]
     assert detail.failed == len(failed) and detail.scored == 48 - len(failed)
-    assert report.metadata["batched_queries"] == 0  # the failing batch, queried one by one
-
-
-def test_batched_queries_retrieve_what_single_queries_retrieve(
-    tmp_path: Path, bm25_recipe: KnowledgeRecipe
-) -> None:
-    report = _run(tmp_path, SampleBenchmark(), bm25_recipe)
-    assert report.metadata["batched_queries"] == 48
-    runner = BenchmarkRunner(
-        benchmark=SampleBenchmark(),
-        recipe=bm25_recipe,
-        evaluators=SampleBenchmark().evaluators(),
-        settings=_settings(tmp_path / "alone"),
-    )
-
-    async def one_at_a_time() -> dict[str, list[tuple[str, float]]]:
-        contents = await runner.load()
-        (plan,) = runner._plan(contents)
-        keys, _ = runner._write_documents(contents, [plan])
-        sources = runner._sources(plan, keys)
-        kb = await KnowledgeBase.create(
-            recipe=bm25_recipe, name="alone", store=runner.store, sources=sources
-        )
-        return {
-            case.case_id: [
-                (r.id, r.score)
-                for r in (await kb.query(case.query, mode="bm25", top_k=runner.top_k)).results
-            ]
-            for case in plan.cases
-        }
-
-    alone = asyncio.run(one_at_a_time())
-    batched = {r.case_id: [(i.id, i.score) for i in r.retrieved] for r in report.case_results}
-    assert batched == alone and any(alone.values())
 
 
 def test_evaluator_failure_keeps_the_other_scores(

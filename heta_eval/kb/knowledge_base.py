@@ -195,12 +195,6 @@ class KnowledgeBase:
         return self._manifest
 
     @property
-    def batches_queries(self) -> bool:
-        """Whether queries are best sent together through `query_many`: true unless a
-        reranker or answerer makes per-query calls that concurrent queries would overlap."""
-        return self._reranker is None and self._answerer is None
-
-    @property
     def query_modes(self) -> tuple[str, ...]:
         """The query modes this knowledge base answers."""
         return self.recipe.query_modes
