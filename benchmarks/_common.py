@@ -7,13 +7,16 @@ level, so the floor measurement stays free of it.
 
 from __future__ import annotations
 
+import atexit
 import csv
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -73,6 +76,13 @@ def read_beir(root: Path, split: str = "test") -> tuple[list[str], list[str], di
                 if qrels.get(row["_id"]):
                     queries[row["_id"]] = row["text"]
     return ids, texts, queries, qrels
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A temporary directory removed when this process exits (stores, runs, MLflow)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def peak_rss_mb() -> float:

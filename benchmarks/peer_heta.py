@@ -28,7 +28,6 @@ import os
 import socket
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, SCIFACT, bm25_recipe, print_table, read_beir, write_json
+from _common import REPO, SCIFACT, bm25_recipe, print_table, read_beir, scratch_dir, write_json
 
 sys.path.insert(0, str(REPO))
 
@@ -112,7 +111,7 @@ def run_peer(data: Path, queries: int) -> dict[str, Any]:
         BenchmarkWorkspace,
     )
 
-    tmp = Path(tempfile.mkdtemp(prefix="peer-heta-"))
+    tmp = scratch_dir("peer-heta-")
     bridge, recipe = heta_recipe(tmp / "objects")
     benchmark = FirstCases(
         BeirBenchmark(
@@ -160,7 +159,7 @@ def heta_eval_ndcg(data: Path, case_ids: set[str], settings: dict[str, Any]) -> 
     from heta_eval import BenchmarkRunner, RunnerSettings
     from heta_eval.benchmarks import BeirBenchmark
 
-    tmp = Path(tempfile.mkdtemp(prefix="peer-heta-eval-"))
+    tmp = scratch_dir("peer-heta-eval-")
     bench = BeirBenchmark(dataset="scifact", data_root=data)
     runner = BenchmarkRunner(
         benchmark=bench,

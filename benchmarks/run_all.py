@@ -26,7 +26,6 @@ import os
 import platform
 import shutil
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, median_rows, print_table, run_script, write_json
+from _common import RESULTS, median_rows, print_table, run_script, scratch_dir, write_json
 from scaling import COLUMNS as SCALING_COLUMNS
 
 SCIFACT_COLUMNS = [
@@ -79,7 +78,7 @@ def machine() -> dict[str, Any]:
 
 def scifact(repeat: int) -> dict[str, dict[str, Any]]:
     """Medians of the floor and the runner variants, interleaved run by run."""
-    store = Path(tempfile.mkdtemp(prefix="run-all-store-"))
+    store = scratch_dir("run-all-store-")
     heta_like = ["--chunk-size", "1024", "--chunk-overlap", "50", "--chunk-unit", "chars"]
     heta_like.append("--plain-tokens")
     variants: dict[str, list[str]] = {

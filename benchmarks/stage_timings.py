@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from _common import (
     bm25_recipe,
     median_rows,
     peak_rss_mb,
+    scratch_dir,
     write_json,
 )
 
@@ -67,7 +67,7 @@ def one_run(
     mlflow: bool,
 ) -> tuple[dict[str, float], Any]:
     """Stage seconds and scores of one evaluation, and its report."""
-    tmp = Path(tempfile.mkdtemp(prefix="stage-timings-"))
+    tmp = scratch_dir("stage-timings-")
     bench = make_benchmark(name)
     runner = BenchmarkRunner(
         benchmark=bench,

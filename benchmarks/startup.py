@@ -18,13 +18,12 @@ import argparse
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import SCIFACT, print_table, write_json
+from _common import SCIFACT, print_table, scratch_dir, write_json
 
 
 def wall(args: list[str]) -> float:
@@ -49,7 +48,7 @@ def main() -> None:
     parser.add_argument("--scifact", action="store_true", help="also time a SciFact CLI run")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="startup-"))
+    tmp = scratch_dir("startup-")
     runs: dict[str, list[float]] = {"python -c pass": [], "heta-eval --help": []}
     runs |= {"sample run, fresh root": [], "sample run, same root": []}
     for i in range(args.repeat):
