@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
@@ -77,6 +79,8 @@ def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> N
     print_document_errors(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
+    if (Path(run_dir) / "report.html").is_file():
+        console.print(f"html report: {run_dir}/report.html", soft_wrap=True)
     console.print(f"tracking: {tracking}", soft_wrap=True)
 
 

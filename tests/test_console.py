@@ -28,6 +28,7 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
     )
     run_dir = Path(next(x for x in out.splitlines() if x.startswith("run directory: "))[15:])
     assert (run_dir / "report.json").is_file()
+    assert f"html report: {run_dir}/report.html" in out and (run_dir / "report.html").is_file()
     root = tmp_path / "outputs"
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
