@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
@@ -14,6 +13,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from heta_eval import __version__
+from heta_eval.async_run import run_sync
 
 # The runner, the engine and pydantic are imported when a run starts, not for --help.
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
     overrides = [mask_override(o) for o in overrides]  # they become tags and the run name
-    report = asyncio.run(_execute(components, overrides, parent, sweep_id))
+    report = run_sync(_execute(components, overrides, parent, sweep_id))
     print_summary(
         report,
         run_dir=str(components.settings.output_dir),

@@ -9,7 +9,6 @@ run state, no MLflow run.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import statistics
 from collections.abc import Iterator, Sequence
@@ -19,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from heta_eval.assembly import RunComponents
+from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.code_version import code_version
 from heta_eval.kb.build_cache import BuildCache
@@ -190,7 +190,7 @@ async def _make_plan(components: RunComponents) -> RunPlan:
 
 def make_plan(components: RunComponents) -> RunPlan:
     """The plan of a run of `components` (prepares the benchmark offline; writes nothing)."""
-    return asyncio.run(_make_plan(components))
+    return run_sync(_make_plan(components))
 
 
 def _spread(values: Sequence[int]) -> str:

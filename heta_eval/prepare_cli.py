@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from heta_eval.assembly import ConfigError, create_component
+from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.records import BenchmarkWorkspace
@@ -79,7 +79,7 @@ def prepare(overrides: list[str], console: Console) -> int:
         root=Path(str(OmegaConf.select(cfg, "runner.workspace_dir", default="outputs/data"))),
         offline=bool(OmegaConf.select(cfg, "runner.offline", default=False)),
     )
-    prepared = asyncio.run(benchmark.prepare(workspace))
+    prepared = run_sync(benchmark.prepare(workspace))
     console.print(f"prepared {benchmark.manifest.key} in {prepared.root}")
     for name, path in prepared.paths.items():
         console.print(f"  {name}: {path}")

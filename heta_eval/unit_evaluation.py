@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from heta_eval.async_run import run_sync
 from heta_eval.journal import CaseKey
 from heta_eval.kb import ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache, CacheStats
@@ -271,7 +272,7 @@ def run_unit_in_worker(
     done: frozenset[CaseKey],
 ) -> UnitOutcome:
     """Entry point of a worker process: evaluate one unit with its own event loop."""
-    outcome = asyncio.run(evaluator.run(plan, sources, kb_name, done))
+    outcome = run_sync(evaluator.run(plan, sources, kb_name, done))
     for item in evaluator.evaluators:
         closer = getattr(item, "aclose", None)
         if closer is not None:

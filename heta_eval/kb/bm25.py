@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -11,6 +12,21 @@ from heta_eval.kb.documents import Chunk
 from heta_eval.kb.indexes import Hits
 
 Bm25Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
+
+# bm25s splits on `\b\w\w+\b`. Without the word boundaries the pattern finds the same words
+# (a greedy run of two or more word characters always ends at one) a fifth faster; on ASCII
+# text, mapping every other character to a space and splitting is faster still.
+_WORDS = re.compile(r"\w\w+").findall
+_ASCII_SPACES = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
+)
+
+
+def split_words(text: str) -> list[str]:
+    r"""The words bm25s's default splitter finds in `text`: runs of two or more `\w`."""
+    if text.isascii():
+        return [word for word in text.translate(_ASCII_SPACES).split() if len(word) > 1]
+    return _WORDS(text)
 
 
 class BM25Index:
@@ -45,7 +61,7 @@ class BM25Index:
         from bm25s.tokenization import Tokenizer
 
         stemmer = Stemmer.Stemmer(self.stemmer) if self.stemmer else None
-        return Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [])
+        return Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [], splitter=split_words)
 
     def build(self, chunks: Sequence[Chunk]) -> BuiltBM25Index:
         """Tokenise and index `chunks`; positions in the result refer to this sequence."""

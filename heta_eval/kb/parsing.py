@@ -170,11 +170,17 @@ class MediaTypeParser:
                 SEGMENTS_MEDIA_TYPE: SegmentsJsonParser(),
             }
         self.parsers: dict[str, Parser] = dict(parsers)
+        self._chosen: dict[str, Parser] = {}  # media type -> the first matching parser
 
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
-        for pattern, parser in self.parsers.items():
-            if fnmatch.fnmatchcase(source.media_type, pattern):
-                return parser.parse(source, data)
+        parser = self._chosen.get(source.media_type)
+        if parser is None:
+            for pattern, candidate in self.parsers.items():
+                if fnmatch.fnmatchcase(source.media_type, pattern):
+                    parser = self._chosen[source.media_type] = candidate
+                    break
+        if parser is not None:
+            return parser.parse(source, data)
         raise ParseError(
             f"{source.key}: no parser for media type {source.media_type!r}; "
             f"this recipe reads {sorted(self.parsers)}"

@@ -20,6 +20,11 @@ def _client(root: Path) -> MlflowClient:
     return MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
 
 
+def _job_logs(root: Path) -> str:
+    """Every sweep job's log, to say why a job failed."""
+    return "\n".join(f"== {p}\n{p.read_text()}" for p in sorted(root.rglob("heta_eval.log")))
+
+
 @pytest.mark.slow
 def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
@@ -47,7 +52,7 @@ def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
     combos = set()
     caches = []
     for child in children:
-        assert child.info.status == "FINISHED"
+        assert child.info.status == "FINISHED", _job_logs(root)
         assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
         path = client.download_artifacts(child.info.run_id, "report.json", str(tmp_path / "dl"))
         report = EvaluationReport.read_json(Path(path))
