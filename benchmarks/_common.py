@@ -129,11 +129,21 @@ def write_json(path: Path | None, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
 
 
-def run_script(script: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
-    """Run `benchmarks/{script}` in a fresh interpreter and return the JSON it wrote."""
+def run_script(
+    script: str, *args: str, timeout: float = 1800, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Run `benchmarks/{script}` in a fresh interpreter (with `env` added to the
+    environment) and return the JSON it wrote."""
     out = RESULTS / "tmp" / f"{Path(script).stem}-{os.getpid()}-{time.monotonic_ns()}.json"
     command = [sys.executable, str(REPO / "benchmarks" / script), *args, "--json", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **env} if env else None,
+    )
     if done.returncode != 0 or not out.is_file():
         raise RuntimeError(
             f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"

@@ -36,11 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, median_rows, print_table, run_script, scratch_dir, write_json
 from scaling import COLUMNS as SCALING_COLUMNS
 
+# A memory-backed file system for the "in memory" variant (the default temporary directory
+# where there is none).
+MEMORY_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK) else os.environ.get("TMPDIR", "/tmp")
+
 SCIFACT_COLUMNS = [
     "measurement",
     "load_s",
     "index_s",
     "write_documents_s",
+    "write_in_background_s",
     "build_s",
     "query_s",
     "score_s",
@@ -84,6 +89,8 @@ def scifact(repeat: int) -> dict[str, dict[str, Any]]:
     variants: dict[str, list[str]] = {
         "floor": [],
         "runner, fresh store": ["scifact", "--repeat", "1"],
+        # The same with every file in memory: the harness's CPU cost without the disk's.
+        "runner, fresh store in memory": ["scifact", "--repeat", "1", "--no-mlflow"],
         "runner, store of the previous run": ["scifact", "--repeat", "1", "--store", str(store)],
         "runner, Heta-like recipe": ["scifact", "--repeat", "1", "--no-mlflow", *heta_like],
     }
@@ -96,7 +103,9 @@ def scifact(repeat: int) -> dict[str, dict[str, Any]]:
             if name == "floor":
                 runs[name].append(run_script("floor.py"))
             else:
-                runs[name].append(run_script("stage_timings.py", *args)["median"]["scifact"])
+                env = {"TMPDIR": MEMORY_DIR} if name.endswith("in memory") else None
+                row = run_script("stage_timings.py", *args, env=env)["median"]["scifact"]
+                runs[name].append(row)
     shutil.rmtree(store, ignore_errors=True)
     return {name: median_rows(rows) for name, rows in runs.items()}
 
@@ -110,6 +119,7 @@ def targets(
     """Every target with its measured value, ratio and verdict."""
     floor = sci["floor"]["total_s"]
     cold = sci["runner, fresh store"]["load_evaluate_s"]
+    in_memory = sci["runner, fresh store in memory"]["load_evaluate_s"]
     warm = sci["runner, store of the previous run"]["load_evaluate_s"]
     most_cases = max(scaling, key=lambda r: (r["queries"], r["documents"]))
     largest = max(scaling, key=lambda r: (r["documents"], r["queries"]))
@@ -125,6 +135,12 @@ def targets(
             "measured": f"{cold:.2f} s / {floor:.2f} s",
             "ratio": cold / floor,
             "met": cold / floor <= 1.3,
+        },
+        {
+            "target": "SciFact runner / floor <= 1.3 (fresh store in memory)",
+            "measured": f"{in_memory:.2f} s / {floor:.2f} s",
+            "ratio": in_memory / floor,
+            "met": in_memory / floor <= 1.3,
         },
         {
             "target": "SciFact runner / floor <= 1.3 (store of previous run)",

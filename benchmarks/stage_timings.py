@@ -98,6 +98,8 @@ def one_run(
         "cases": float(len(report.case_results)),
         "load_s": load,
         "write_documents_s": timings["write_documents"],
+        # Seconds the writer process spent writing, beside the build (0: written inline).
+        "write_in_background_s": timings.get("write_documents_in_background", 0.0),
         "build_s": timings["build"],
         "query_s": timings["query"],
         "score_s": timings["score"],

@@ -107,7 +107,7 @@ def test_a_full_disk_in_the_writer_is_reported_as_one(tmp_path: Path) -> None:
 
 def test_a_writer_that_dies_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
     writer = BackgroundStoreWriter(tmp_path)
-    writer._process.kill()  # noqa: SLF001  (the process dying under a run)
+    writer._process.kill()  # the process dies under a run
     writer.put("raw/a/a.txt", b"a")
     with pytest.raises(StoreWriteError, match="ended with exit code -9 before reporting"):
         writer.finish()

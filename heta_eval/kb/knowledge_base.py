@@ -47,7 +47,7 @@ class KnowledgeBase:
         self._chunks = tuple(chunks)
         self._indexes = dict(indexes)
         self._manifest = manifest
-        self._sources: list[SourceRef | None] = [None] * len(self._chunks)
+        self._fields: list[dict[str, Any] | None] = [None] * len(self._chunks)
         self._fusions = recipe.create_fusions()
         self._reranker = recipe.create_reranker()
         self._answerer = recipe.create_answerer()
@@ -215,12 +215,13 @@ class KnowledgeBase:
             f"available: {list(self.recipe.query_modes)}"
         )
 
-    def _source(self, position: int) -> SourceRef:
-        """The (validated, frozen, so shared) provenance of the chunk at `position`."""
-        source = self._sources[position]
-        if source is None:
+    def _result_fields(self, position: int) -> dict[str, Any]:
+        """The fields of a query result for the chunk at `position`, except its score; made
+        once per chunk (its provenance is validated, frozen, so shared)."""
+        fields = self._fields[position]
+        if fields is None:
             chunk = self._chunks[position]
-            source = self._sources[position] = SourceRef(
+            source = SourceRef(
                 source_key=chunk.source_key,
                 document_id=chunk.document_id,
                 chunk_id=chunk.chunk_id,
@@ -229,24 +230,17 @@ class KnowledgeBase:
                 end_char=chunk.end_char,
                 **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
             )
-        return source
+            fields = {"id": chunk.chunk_id, "text": chunk.text, "kind": "chunk", "source": source}
+            self._fields[position] = fields
+        return fields
 
     def _response(self, text: str, mode: str, hits: Hits, seconds: float) -> QueryResponse:
         # Plain dicts, validated into QueryResult records by the response in one call.
-        results = [
-            {
-                "id": self._chunks[position].chunk_id,
-                "text": self._chunks[position].text,
-                "score": score,
-                "kind": "chunk",
-                "source": self._source(position),
-            }
-            for position, score in hits
-        ]
+        fields = self._result_fields
         return QueryResponse(
             query=text,
             mode=mode,
-            results=results,  # type: ignore[arg-type]
+            results=[{**fields(position), "score": score} for position, score in hits],  # type: ignore[arg-type]
             trace={"retrieval_seconds": seconds, "candidates": len(hits)},
         )
 
