@@ -13,7 +13,9 @@ invocation, so that compared numbers share the machine's state:
 3. The peer (peer_heta.py): Heta Framework's runner on `--peer-queries` queries,
    extrapolated to the full 300.
 4. Scaling (scaling.py) on synthetic corpora.
-Prints one table of results and one of the targets with their ratios, and writes
+The machine's record includes a disk probe (5,183 one-directory files, as a fresh SciFact
+store) at the start and the end. Prints one table of results and one of the targets with
+their ratios, and writes
 benchmarks/results/summary.json (summary-quick.json with --quick). Full: 4-8 minutes on
 2 cores (quiet-busy); `--quick` (smaller scaling sizes, 5 peer queries, 3 startup
 repeats, no SciFact CLI runs): 2-3 minutes.
@@ -55,6 +57,27 @@ SCIFACT_COLUMNS = [
     "ndcg@10",
     "peak_rss_mb",
 ]
+
+
+def disk_probe(files: int = 5183, size: int = 1500) -> float:
+    """Seconds to create `files` small files, one directory each, with atomic writes (what a
+    fresh SciFact object store costs the disk), in the temporary directory's file system.
+
+    Virtual disks throttle: the same probe takes 0.4 s on an idle disk and several seconds
+    after minutes of heavy writing, so it is taken before and after the suite.
+    """
+    root = scratch_dir("disk-probe-")
+    data = b"x" * size
+    started = time.perf_counter()
+    for i in range(files):
+        directory = root / str(i)
+        directory.mkdir()
+        tmp = directory / ".doc.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(directory / "doc.txt")
+    seconds = time.perf_counter() - started
+    shutil.rmtree(root, ignore_errors=True)
+    return seconds
 
 
 def machine() -> dict[str, Any]:
@@ -218,6 +241,7 @@ def main() -> None:
     repeat = args.repeat or 3
     started = time.perf_counter()
     info = machine()
+    info["disk_probe_at_start_s"] = round(disk_probe(), 3)
     print(f"machine: {info}", flush=True)
     sci = scifact(repeat)
     print("startup ...", flush=True)
@@ -229,6 +253,7 @@ def main() -> None:
     print("scaling ...", flush=True)
     scaling = run_script("scaling.py", *(["--quick"] if args.quick else []), timeout=3600)
     info["load_average_at_end"] = os.getloadavg()[0]
+    info["disk_probe_at_end_s"] = round(disk_probe(), 3)
 
     print(f"\nSciFact (median of {repeat}; seconds, excluding interpreter start and MLflow)")
     sci_rows = [{"measurement": name, **row} for name, row in sci.items()]
