@@ -149,3 +149,17 @@ def test_a_runner_with_many_documents_writes_them_in_the_background(tmp_path: Pa
     manifest = report.knowledge_base_manifests[0]
     assert sorted(manifest.source_keys) == sorted(keys.values())
     assert manifest.counts["documents"] == count
+
+
+def test_the_store_module_imports_without_the_engine() -> None:
+    # The writer process starts with `python -m heta_eval.kb.store_writer`: nothing heavy.
+    code = (
+        "import sys, heta_eval.kb.store_writer\n"
+        "heavy = sorted(m for m in ('pydantic', 'bm25s', 'numpy', 'heta_eval.records')"
+        " if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
