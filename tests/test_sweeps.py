@@ -24,17 +24,19 @@ from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.tracking.sweep import (
-    JOBS_DIR,
     PARENT_RUN_FILE,
     SUMMARY_TABLE,
     SWEEP_ID_FILE,
     MlflowSweepCallback,
+    sweep_id,
+)
+from heta_eval.tracking.sweep_summary import (
+    JOBS_DIR,
     SweepRow,
     best_metrics,
     job_rows,
     lower_is_better,
     merge_job_records,
-    sweep_id,
 )
 
 from .conftest import CliRunner

@@ -28,7 +28,6 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,20 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
+from heta_eval.tracking.sweep_summary import (
+    JOBS_DIR,
+    SweepRow,
+    best_metrics,
+    job_rows,
+    merge_job_records,
+    read_job_records,
+    summary_table,
+)
 
 log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = ".mlflow_parent_run_id"
 SWEEP_ID_FILE = ".heta_eval_sweep_id"
-JOBS_DIR = ".heta_eval_jobs"
 SUMMARY_TABLE = "sweep_summary.json"
 # Sweeper outputs logged to the parent when present (Optuna's best trial, the sweep config).
 SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
@@ -52,7 +59,6 @@ KIND_TAG = "heta_eval.kind"
 SWEEP_KIND = "sweep"
 SWEEP_ID_TAG = "heta_eval.sweep_id"
 PARENT_TAG = "mlflow.parentRunId"
-OVERRIDES_TAG = "heta_eval.overrides"  # set on each child run by the CLI
 FIXED_TAGS = ("benchmark.name", "recipe.name")  # tagged on the parent when one value for all
 # Launchers whose jobs are processes of the launching one (they end when it ends): at exit,
 # their child runs still RUNNING are ended KILLED. SLURM jobs outlive the launcher.
@@ -83,20 +89,6 @@ def sweep_id(overrides: Iterable[str], config_name: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Counts of cases a metric could not score: fewer is better.
-_LOWER_IS_BETTER_STATS = ("failed", "undetermined")
-
-
-def lower_is_better(metric: str) -> bool:
-    """Durations, latencies and failure counts are best when smallest, the rest when largest.
-
-    `kb.build_seconds`, `kb.build_seconds_total`, `bm25.latency_p95_seconds`, `cases.failed`,
-    `bm25.ndcg_at_10.failed` are minimised; scores, their CIs and other counts maximised.
-    """
-    last = metric.rsplit(".", 1)[-1]
-    return "_seconds" in metric or "latency" in metric or last in _LOWER_IS_BETTER_STATS
-
-
 def _split_override(override: str) -> tuple[str, str]:
     key, _, value = override.partition("=")
     return key.lstrip("+~"), value
@@ -119,123 +111,6 @@ def _sweeper_params(config: DictConfig) -> list[str]:
     if not params:
         return []
     return [f"{k}={v}" for k, v in params.items()]
-
-
-@dataclass
-class SweepRow:
-    """One job of the sweep: its (latest) child run, or a job that failed before its run."""
-
-    run_id: str
-    run_name: str
-    status: str
-    overrides: str
-    start_time: int = 0
-    metrics: dict[str, float] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-    error: str | None = None
-    attempts: int = 1
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "FINISHED"
-
-
-def _job_key(run: Any) -> str:
-    return run.data.tags.get(OVERRIDES_TAG) or run.info.run_id
-
-
-def job_rows(runs: Sequence[Any]) -> list[SweepRow]:
-    """One row per job: its latest FINISHED run, or its latest run if none finished.
-
-    A rerun adds runs under the same parent; a job that failed the first time and finished
-    the second is one FINISHED job.
-    """
-    by_job: dict[str, list[Any]] = {}
-    for run in sorted(runs, key=lambda r: r.info.start_time or 0):
-        by_job.setdefault(_job_key(run), []).append(run)
-    rows = []
-    for attempts in by_job.values():
-        finished = [r for r in attempts if r.info.status == "FINISHED"]
-        run = (finished or attempts)[-1]
-        rows.append(
-            SweepRow(
-                run_id=run.info.run_id,
-                run_name=run.info.run_name or "",
-                status=run.info.status,
-                overrides=run.data.tags.get(OVERRIDES_TAG, ""),
-                start_time=run.info.start_time or 0,
-                metrics=dict(run.data.metrics),
-                tags=dict(run.data.tags),
-                attempts=len(attempts),
-            )
-        )
-    return sorted(rows, key=lambda r: (r.start_time, r.run_name))
-
-
-def _job_records(sweep_dir: Path) -> list[dict[str, Any]]:
-    records = []
-    for path in sorted((sweep_dir / JOBS_DIR).glob("*.json")):
-        try:
-            records.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return records
-
-
-def merge_job_records(rows: list[SweepRow], records: Sequence[Mapping[str, Any]]) -> None:
-    """Add the errors of failed jobs to their rows, and rows for failed jobs without a run."""
-    by_overrides = {row.overrides: row for row in rows if row.overrides}
-    for record in records:
-        if record.get("status") != "FAILED":
-            continue
-        overrides = " ".join(record.get("overrides") or [])
-        row = by_overrides.get(overrides)
-        if row is None:
-            row = SweepRow(
-                run_id="",
-                run_name=f"job {record.get('num', '?')} (no run)",
-                status="FAILED",
-                overrides=overrides,
-                attempts=0,
-            )
-            rows.append(row)
-            by_overrides[overrides] = row
-        if not row.ok:
-            row.error = record.get("error")
-
-
-def summary_table(rows: Sequence[SweepRow]) -> dict[str, list[Any]]:
-    """Columns of `sweep_summary.json`: one row per job, every metric a column."""
-    metrics = sorted({m for row in rows for m in row.metrics})
-    columns: dict[str, list[Any]] = {
-        "run_name": [r.run_name for r in rows],
-        "status": [r.status for r in rows],
-        "overrides": [r.overrides for r in rows],
-        "run_id": [r.run_id for r in rows],
-        "attempts": [r.attempts for r in rows],
-        "error": [r.error for r in rows],
-    }
-    for m in metrics:
-        columns[m] = [r.metrics.get(m) for r in rows]
-    return columns
-
-
-def best_metrics(rows: Sequence[SweepRow]) -> dict[str, tuple[float, str]]:
-    """`metric -> (best value, run id)` over the finished jobs (min for durations, else max)."""
-    best: dict[str, tuple[float, str]] = {}
-    for row in rows:
-        if not row.ok:
-            continue
-        for name, value in row.metrics.items():
-            if value != value:  # NaN never wins
-                continue
-            current = best.get(name)
-            better = current is None or (
-                value < current[0] if lower_is_better(name) else value > current[0]
-            )
-            if better:
-                best[name] = (value, row.run_id)
-    return best
 
 
 def _mlflow_tracker(config: DictConfig) -> Any:
@@ -541,7 +416,7 @@ class MlflowSweepCallback(Callback):
         assert self._sweep_dir is not None
         parent = client.get_run(run_id)
         rows = job_rows(self._children(client, parent.info.experiment_id, run_id))
-        merge_job_records(rows, _job_records(self._sweep_dir))
+        merge_job_records(rows, read_job_records(self._sweep_dir))
 
         self._log_table(client, run_id, summary_table(rows))
         stamp = _now_ms()

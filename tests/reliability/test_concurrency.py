@@ -47,7 +47,7 @@ def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 1 and len(children) == 6 and len(runs) == 7
     (parent,) = parents
-    assert parent.info.status == "FINISHED"
+    assert parent.info.status == "FINISHED", _job_logs(root)
     assert parent.data.metrics["sweep.jobs_finished"] == 6
     combos = set()
     caches = []
