@@ -20,6 +20,11 @@ SHARED = REPO.parent / "shared"
 SCIFACT = SHARED / "datasets" / "beir" / "scifact"
 
 
+def job_logs(root: Path) -> str:
+    """Every sweep job's `heta_eval.log` under `root`, to say why a job or a sweep failed."""
+    return "\n".join(f"== {p}\n{p.read_text()}" for p in sorted(root.rglob("heta_eval.log")))
+
+
 def load_recipe(name: str = "bm25", **overrides: object) -> KnowledgeRecipe:
     """A recipe from `conf/recipe/{name}.yaml`, as the CLI would build it."""
     spec = yaml.safe_load((REPO / "conf" / "recipe" / f"{name}.yaml").read_text())

@@ -39,7 +39,7 @@ from heta_eval.tracking.sweep_summary import (
     merge_job_records,
 )
 
-from .conftest import CliRunner
+from .conftest import CliRunner, job_logs
 
 # A sweep whose second job fails at run time (its documents file does not exist), after
 # config validation: Hydra runs every job, then exits 1 without calling on_multirun_end.
@@ -90,8 +90,8 @@ def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
     parents, children = _runs(root)
     assert len(parents) == 1 and len(children) == 4
     (parent,) = parents
-    assert parent.info.status == "FINISHED"
-    assert all(r.info.status == "FINISHED" for r in children)
+    assert parent.info.status == "FINISHED", job_logs(root)
+    assert all(r.info.status == "FINISHED" for r in children), job_logs(root)
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert sorted(int(r.data.params["recipe.chunk_size"]) for r in children) == [16, 32, 64, 128]
     assert all("bm25.evidence_recall_at_1" in r.data.metrics for r in children)

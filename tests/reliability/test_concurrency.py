@@ -13,16 +13,12 @@ from mlflow import MlflowClient
 from heta_eval import EvaluationReport
 from heta_eval.tracking.mlflow_tracker import report_metrics
 
+from ..conftest import job_logs
 from .processes import Finished, run_cli, start_cli, verify_cache
 
 
 def _client(root: Path) -> MlflowClient:
     return MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-
-
-def _job_logs(root: Path) -> str:
-    """Every sweep job's log, to say why a job failed."""
-    return "\n".join(f"== {p}\n{p.read_text()}" for p in sorted(root.rglob("heta_eval.log")))
 
 
 @pytest.mark.slow
@@ -47,12 +43,12 @@ def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 1 and len(children) == 6 and len(runs) == 7
     (parent,) = parents
-    assert parent.info.status == "FINISHED", _job_logs(root)
+    assert parent.info.status == "FINISHED", job_logs(root)
     assert parent.data.metrics["sweep.jobs_finished"] == 6
     combos = set()
     caches = []
     for child in children:
-        assert child.info.status == "FINISHED", _job_logs(root)
+        assert child.info.status == "FINISHED", job_logs(root)
         assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
         path = client.download_artifacts(child.info.run_id, "report.json", str(tmp_path / "dl"))
         report = EvaluationReport.read_json(Path(path))
