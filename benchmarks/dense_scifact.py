@@ -64,7 +64,7 @@ def run(name: str, cache_dir: Path) -> list[dict[str, Any]]:
 
     report, wall = asyncio.run(go())
     manifests = report.knowledge_base_manifests
-    cache = report.metadata["cache"]
+    cache = report.run.cache
     rows = []
     for mode in report.query_modes:
         cases = [r for r in report.case_results if r.query_mode == mode]

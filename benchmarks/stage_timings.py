@@ -91,7 +91,7 @@ def one_run(
         return report, t1 - t0, time.perf_counter() - t1
 
     report, load, evaluate = asyncio.run(go())
-    timings = report.metadata["timings_seconds"]
+    timings = report.run.timings_seconds
     row: dict[str, float] = {
         "knowledge_bases": float(len(report.knowledge_base_manifests)),
         "chunks": float(sum(m.counts.get("chunks", 0) for m in report.knowledge_base_manifests)),

@@ -6,8 +6,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from heta_eval.config.assembly import ConfigError, RunComponents, assemble
     from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, LocalObjectStore, ObjectStore
-    from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
+    from heta_eval.protocol import (
+        BenchmarkAdapter,
+        BenchmarkEvaluatorProtocol,
+        BenchmarkProtocol,
+        Evaluator,
+    )
     from heta_eval.records import (
         BenchmarkCase,
         BenchmarkContents,
@@ -25,10 +31,14 @@ if TYPE_CHECKING:
         PreparedBenchmark,
         QueryResponse,
         QueryResult,
+        RunFacts,
+        RunIdentity,
         SourceRef,
     )
-    from heta_eval.runner import BenchmarkError, BenchmarkRunner
-    from heta_eval.runner_settings import RunnerSettings
+    from heta_eval.run.failures import FailureRateExceededError
+    from heta_eval.run.lifecycle import evaluate
+    from heta_eval.run.runner import BenchmarkError, BenchmarkRunner
+    from heta_eval.run.settings import RunnerSettings
     from heta_eval.tracking.runs_frame import load_runs
 
 # Names are imported on first use (PEP 562), so `heta-eval --help` and light imports such
@@ -37,9 +47,15 @@ _LAZY = {
     **dict.fromkeys(
         ("KnowledgeBase", "KnowledgeRecipe", "LocalObjectStore", "ObjectStore"), "heta_eval.kb"
     ),
-    **dict.fromkeys(("BenchmarkEvaluatorProtocol", "BenchmarkProtocol"), "heta_eval.protocol"),
-    **dict.fromkeys(("BenchmarkError", "BenchmarkRunner"), "heta_eval.runner"),
-    "RunnerSettings": "heta_eval.runner_settings",
+    **dict.fromkeys(
+        ("BenchmarkAdapter", "BenchmarkEvaluatorProtocol", "BenchmarkProtocol", "Evaluator"),
+        "heta_eval.protocol",
+    ),
+    **dict.fromkeys(("ConfigError", "RunComponents", "assemble"), "heta_eval.config.assembly"),
+    "evaluate": "heta_eval.run.lifecycle",
+    "FailureRateExceededError": "heta_eval.run.failures",
+    **dict.fromkeys(("BenchmarkError", "BenchmarkRunner"), "heta_eval.run.runner"),
+    "RunnerSettings": "heta_eval.run.settings",
     # Needs pandas and MLflow.
     "load_runs": "heta_eval.tracking.runs_frame",
 }
@@ -57,6 +73,7 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
+    "BenchmarkAdapter",
     "BenchmarkCase",
     "BenchmarkContents",
     "BenchmarkDocument",
@@ -70,10 +87,13 @@ __all__ = [
     "BenchmarkRunUnit",
     "BenchmarkRunner",
     "BenchmarkWorkspace",
+    "ConfigError",
     "EvaluationCaseResult",
     "EvaluationError",
     "EvaluationReport",
     "EvaluationScore",
+    "Evaluator",
+    "FailureRateExceededError",
     "KnowledgeBase",
     "KnowledgeRecipe",
     "LocalObjectStore",
@@ -81,8 +101,13 @@ __all__ = [
     "PreparedBenchmark",
     "QueryResponse",
     "QueryResult",
+    "RunComponents",
+    "RunFacts",
+    "RunIdentity",
     "RunnerSettings",
     "SourceRef",
     "__version__",
+    "assemble",
+    "evaluate",
     "load_runs",
 ]

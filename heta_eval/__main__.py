@@ -1,3 +1,3 @@
-from heta_eval.cli import main
+from heta_eval.cli.main import main
 
 main()

@@ -1,4 +1,10 @@
-"""The two contracts of the benchmark protocol: adapters and evaluators."""
+"""The two contracts of the benchmark protocol, adapters and evaluators, with base classes
+that give the optional members their defaults.
+
+Every member the runner relies on is declared here: an adapter's `default_top_k` and
+`slice_by`, an evaluator's `aclose()`. Subclass `BenchmarkAdapter` / `Evaluator` to get
+their defaults, or define them yourself on any class that follows the protocol.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +35,11 @@ class BenchmarkEvaluatorProtocol(Protocol):
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore: ...
 
+    async def aclose(self) -> None:
+        """Release what the evaluator holds (an LLM judge's HTTP connections) with the event
+        loop of the run; called once after the last case."""
+        ...
+
 
 @runtime_checkable
 class BenchmarkProtocol(Protocol):
@@ -39,9 +50,13 @@ class BenchmarkProtocol(Protocol):
     async generators (`async def ...: yield ...`), which typing spells as methods returning
     an AsyncIterator.
 
-    Optionally, an adapter may define `slice_by: tuple[str, ...]`: case metadata keys (such
-    as `question_type`) by which the report also summarises scores.
+    `default_top_k` is how deep the benchmark's scoring policy retrieves (BEIR: 100) unless
+    `runner.top_k` says otherwise; `slice_by` names case metadata keys (such as
+    `question_type`) by which the report also summarises scores.
     """
+
+    default_top_k: int
+    slice_by: tuple[str, ...]
 
     @property
     def manifest(self) -> BenchmarkManifest: ...
@@ -57,3 +72,34 @@ class BenchmarkProtocol(Protocol):
     def run_units(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkRunUnit]: ...
 
     def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]: ...
+
+
+class BenchmarkAdapter:
+    """Base class of adapters: the defaults of `BenchmarkProtocol`'s optional members.
+
+    A subclass implements `manifest`, `resources`, `prepare`, `documents`, `cases`,
+    `run_units` and `evaluators`; it may override `default_top_k` (10) and `slice_by` (none).
+    """
+
+    default_top_k: int = 10
+    slice_by: tuple[str, ...] = ()
+
+
+class Evaluator:
+    """Base class of evaluators: a metric that holds nothing to release (`aclose` does
+    nothing). A subclass sets `name` and implements `evaluate`."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def protocol_members(protocol: type) -> frozenset[str]:
+    """The members a protocol class declares (methods, properties and annotated attributes)."""
+    names = set(getattr(protocol, "__annotations__", {}))
+    names |= {n for n in vars(protocol) if not n.startswith("_")}
+    return frozenset(names)
+
+
+def missing_members(obj: object, protocol: type) -> list[str]:
+    """The members of `protocol` that `obj` lacks, sorted (empty: it follows the protocol)."""
+    return sorted(n for n in protocol_members(protocol) if not hasattr(obj, n))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from heta_eval.kb import BM25Index
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.indexes import Hits
+from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 
@@ -37,7 +38,7 @@ class BuildAlwaysFails:
         raise OSError("disk full while writing the index")
 
 
-class ScoreFailsForCase:
+class ScoreFailsForCase(Evaluator):
     """An evaluator that raises for one case id and scores 1.0 otherwise."""
 
     name = "fragile"
@@ -74,7 +75,7 @@ class SlowQueries:
             return self.inner.search(queries, top_k)  # type: ignore[attr-defined]
 
 
-class KillsItsProcess:
+class KillsItsProcess(Evaluator):
     """An evaluator (scoring 1.0) that SIGKILLs its own process at a chosen moment, once.
 
     Constructing it installs an audit hook (sys.addaudithook) that counts the events
@@ -139,7 +140,7 @@ class KillsItsProcess:
         return EvaluationScore(name=self.name, value=1.0)
 
 
-class WaitsForFile:
+class WaitsForFile(Evaluator):
     """An evaluator (scoring 1.0) that holds each case until the file `gate` exists, so a
     test can keep a run in the middle of its evaluation for as long as it needs."""
 

@@ -38,10 +38,10 @@ def _scores(report: EvaluationReport) -> list[tuple]:
 
 def test_second_run_loads_the_kb_and_gives_the_same_results(tmp_path: Path) -> None:
     first = _run(tmp_path / "a", BuildCache(tmp_path / "cache"))
-    assert first.metadata["cache"]["misses"] == 1 and first.metadata["cache"]["written"] == 1
+    assert first.run.cache["misses"] == 1 and first.run.cache["written"] == 1
     assert first.knowledge_base_manifests[0].cache_status == "miss"
     second = _run(tmp_path / "b", BuildCache(tmp_path / "cache"))
-    assert second.metadata["cache"]["hits"] == 1 and second.metadata["cache"]["misses"] == 0
+    assert second.run.cache["hits"] == 1 and second.run.cache["misses"] == 0
     manifest = second.knowledge_base_manifests[0]
     assert manifest.cache_status == "hit" and manifest.load_seconds is not None
     assert manifest.cache_key == first.knowledge_base_manifests[0].cache_key
@@ -51,15 +51,15 @@ def test_second_run_loads_the_kb_and_gives_the_same_results(tmp_path: Path) -> N
 def test_query_time_settings_reuse_the_build_and_build_settings_do_not(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     _run(tmp_path / "a", BuildCache(cache))
-    assert _run(tmp_path / "b", BuildCache(cache), top_k=3).metadata["cache"]["hits"] == 1
+    assert _run(tmp_path / "b", BuildCache(cache), top_k=3).run.cache["hits"] == 1
     renamed = load_recipe().model_copy(update={"name": "renamed", "description": "same build"})
-    assert _run(tmp_path / "c", BuildCache(cache), recipe=renamed).metadata["cache"]["hits"] == 1
+    assert _run(tmp_path / "c", BuildCache(cache), recipe=renamed).run.cache["hits"] == 1
     spec = load_recipe().model_dump()
     spec["indexes"]["bm25"]["k1"] = 0.9
     changed = _run(tmp_path / "d", BuildCache(cache), recipe=KnowledgeRecipe.model_validate(spec))
-    assert changed.metadata["cache"]["misses"] == 1
+    assert changed.run.cache["misses"] == 1
     chunked = _run(tmp_path / "e", BuildCache(cache), recipe=load_recipe(chunk_size=32))
-    assert chunked.metadata["cache"]["misses"] == 1
+    assert chunked.run.cache["misses"] == 1
 
 
 def test_a_changed_document_rebuilds(tmp_path: Path) -> None:
@@ -70,18 +70,12 @@ def test_a_changed_document_rebuilds(tmp_path: Path) -> None:
     (tmp_path / "docs.jsonl").write_text(documents)
     bench = JsonlBenchmark(tmp_path / "docs.jsonl", str(SAMPLE_DATA / "cases.jsonl"))
     assert (
-        _run(tmp_path / "a", BuildCache(tmp_path / "cache"), bench=bench).metadata["cache"][
-            "misses"
-        ]
-        == 1
+        _run(tmp_path / "a", BuildCache(tmp_path / "cache"), bench=bench).run.cache["misses"] == 1
     )
     (tmp_path / "docs.jsonl").write_text(documents.replace("Ganymede", "Ganymedes", 1))
     bench = JsonlBenchmark(tmp_path / "docs.jsonl", str(SAMPLE_DATA / "cases.jsonl"))
     assert (
-        _run(tmp_path / "b", BuildCache(tmp_path / "cache"), bench=bench).metadata["cache"][
-            "misses"
-        ]
-        == 1
+        _run(tmp_path / "b", BuildCache(tmp_path / "cache"), bench=bench).run.cache["misses"] == 1
     )
 
 
@@ -95,7 +89,7 @@ def test_a_corrupt_entry_is_discarded_and_rebuilt(tmp_path: Path) -> None:
     victim.write_bytes(bytes(data))
     cache = BuildCache(tmp_path / "cache")
     second = _run(tmp_path / "b", cache)
-    assert {k: second.metadata["cache"][k] for k in ("hits", "misses", "discarded", "written")} == {
+    assert {k: second.run.cache[k] for k in ("hits", "misses", "discarded", "written")} == {
         "hits": 0,
         "misses": 1,
         "discarded": 1,
@@ -106,7 +100,7 @@ def test_a_corrupt_entry_is_discarded_and_rebuilt(tmp_path: Path) -> None:
     # A half-written entry (no checksum list) is never used either.
     (entry / "checksums.json").unlink()
     third = _run(tmp_path / "c", BuildCache(tmp_path / "cache"))
-    assert third.metadata["cache"]["discarded"] == 1 and _scores(third) == _scores(first)
+    assert third.run.cache["discarded"] == 1 and _scores(third) == _scores(first)
 
 
 @pytest.mark.parametrize(
@@ -115,8 +109,8 @@ def test_a_corrupt_entry_is_discarded_and_rebuilt(tmp_path: Path) -> None:
 def test_cache_modes(tmp_path: Path, mode: str, first: int, second: int) -> None:
     one = _run(tmp_path / "a", BuildCache(tmp_path / "cache", mode))  # type: ignore[arg-type]
     two = _run(tmp_path / "b", BuildCache(tmp_path / "cache", mode))  # type: ignore[arg-type]
-    assert one.metadata["cache"]["written"] == first
-    assert two.metadata["cache"]["hits"] == second
+    assert one.run.cache["written"] == first
+    assert two.run.cache["hits"] == second
 
 
 def test_kb_save_and_load_round_trip(tmp_path: Path) -> None:
@@ -133,7 +127,7 @@ def test_an_evaluator_change_rescores_cached_responses_without_querying(tmp_path
     from heta_eval.evaluators import EvidenceRecallAtK
 
     first = _run(tmp_path / "a", BuildCache(tmp_path / "cache"))
-    assert first.metadata["cache"]["response_misses"] == 48
+    assert first.run.cache["response_misses"] == 48
     bench = SampleBenchmark()
     runner = BenchmarkRunner(
         benchmark=bench,
@@ -145,11 +139,11 @@ def test_an_evaluator_change_rescores_cached_responses_without_querying(tmp_path
         build_cache=BuildCache(tmp_path / "cache"),
     )
     second = asyncio.run(runner.run())
-    assert second.metadata["cache"]["response_hits"] == 48
-    assert second.metadata["timings_seconds"]["query"] == pytest.approx(
-        first.metadata["timings_seconds"]["query"]
+    assert second.run.cache["response_hits"] == 48
+    assert second.run.timings_seconds["query"] == pytest.approx(
+        first.run.timings_seconds["query"]
     )  # the original latencies, not new queries
     assert second.score_summary["bm25.ndcg@10"] == first.score_summary["bm25.ndcg@10"]
     assert "bm25.evidence_recall@3" in second.score_summary
     changed = _run(tmp_path / "c", BuildCache(tmp_path / "cache"), top_k=3)
-    assert changed.metadata["cache"]["response_hits"] == 0  # another depth, other responses
+    assert changed.run.cache["response_hits"] == 0  # another depth, other responses

@@ -42,7 +42,7 @@ def test_default_run_prints_scores_and_logs_everything_to_mlflow(
     assert run.info.status == "FINISHED" and run.info.run_name == "sample/bm25"
     params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
     assert params["recipe.name"] == "bm25" and params["runner.top_k"] == "null"
-    assert report.metadata["top_k"] == 10  # the sample benchmark's default depth
+    assert report.run.top_k == 10  # the sample benchmark's default depth
     assert params["recipe.indexes.bm25.k1"] == "1.5" and params["recipe.chunk_size"] == "null"
     for key, value in report.score_summary.items():
         safe = key.replace("@", "_at_")
@@ -134,7 +134,7 @@ def test_help_lists_the_config_groups(run_cli: CliRunner) -> None:
 def test_prepare_lists_resources_and_verifies_local_data(tmp_path: Path) -> None:
     def prepare(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "heta_eval.prepare_cli", *args],
+            [sys.executable, "-m", "heta_eval.cli.prepare", *args],
             cwd=tmp_path,
             capture_output=True,
             text=True,

@@ -18,6 +18,7 @@ from scipy.stats import binomtest
 
 from heta_eval import BenchmarkRunner, EvaluationReport, KnowledgeRecipe, RunnerSettings
 from heta_eval.benchmarks import BeirBenchmark
+from heta_eval.cli.compare import main
 from heta_eval.compare import (
     MCNEMAR,
     RANDOMIZATION,
@@ -27,9 +28,8 @@ from heta_eval.compare import (
     randomization_test,
     write_outputs,
 )
-from heta_eval.compare.cli import main
 from heta_eval.evaluators.summary import summarize
-from heta_eval.records import BenchmarkManifest, EvaluationCaseResult, EvaluationScore
+from heta_eval.records import BenchmarkManifest, EvaluationCaseResult, EvaluationScore, RunFacts
 
 from .conftest import CliRunner, load_recipe
 
@@ -40,7 +40,7 @@ def _compare_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     return subprocess.run(
-        [sys.executable, "-m", "heta_eval.compare.cli", *args],
+        [sys.executable, "-m", "heta_eval.cli.compare", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -87,6 +87,11 @@ def synthetic_report(
         case_results=tuple(results),
         started_at=now,
         finished_at=now,
+        run=RunFacts(
+            top_k=10,
+            evaluators=tuple(metrics),
+            cases={"total": n, "evaluated": n, "failed": 0, "scored": n},
+        ),
     )
 
 
@@ -242,7 +247,7 @@ def test_cli_errors_are_one_line_and_the_baseline_can_be_chosen(
 
 def test_importing_compare_loads_no_mlflow_scipy_or_matplotlib() -> None:
     heavy = "{'mlflow', 'scipy', 'matplotlib'}"
-    code = f"import sys, heta_eval.compare.cli; print(sorted({heavy} & set(sys.modules)))"
+    code = f"import sys, heta_eval.cli.compare; print(sorted({heavy} & set(sys.modules)))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
 
@@ -260,8 +265,7 @@ def _scifact_run(scifact_dir: Path, out: Path, k1: float) -> Path:
         evaluators=bench.evaluators(),
         settings=RunnerSettings(output_dir=out, store_dir=out.parent / "store"),
     )
-    asyncio.run(runner.run())
-    return out / "report.json"
+    return asyncio.run(runner.run()).write_json(out / "report.json")
 
 
 @pytest.fixture(scope="module")

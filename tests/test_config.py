@@ -12,11 +12,11 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from heta_eval.assembly import ConfigError, assemble, config_hash
 from heta_eval.benchmarks.sample import SAMPLE_DATA
+from heta_eval.config.assembly import ConfigError, assemble, config_hash
+from heta_eval.config.secrets import is_secret_key
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.kb.protocols import RecipeLike
-from heta_eval.secrets import is_secret_key
 from heta_eval.tracking import MlflowTracker, NullTracker
 
 from .conftest import REPO

@@ -18,8 +18,8 @@ from mlflow.tracking import MlflowClient
 from examples.custom_benchmark import RiversBenchmark
 from examples.custom_evaluator import AnswerReciprocalRank
 from examples.custom_recipe import ParagraphChunker
-from heta_eval.assembly import assemble
 from heta_eval.benchmarks import BenchmarkDataError
+from heta_eval.config.assembly import assemble
 from heta_eval.kb import MarkdownParser, RawSource
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (

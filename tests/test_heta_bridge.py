@@ -18,7 +18,7 @@ pytest.importorskip(
 from heta_eval import BenchmarkRunner, RunnerSettings
 from heta_eval.benchmarks import BeirBenchmark
 from heta_eval.bridges.heta import HetaRecipe, document_id_from_raw_key
-from heta_eval.components import instantiate
+from heta_eval.config.components import instantiate
 from heta_eval.kb import LocalObjectStore, RawSource
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 

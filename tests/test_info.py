@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from heta_eval.info import extra_requirements
+from heta_eval.cli.info import extra_requirements
 
 from .conftest import REPO, CliRunner
 
@@ -72,7 +72,8 @@ def test_extras_come_from_the_project_declaration() -> None:
 
 def test_info_imports_no_heavy_packages_and_help_mentions_it(run_cli: CliRunner) -> None:
     code = (
-        "import sys; from heta_eval.info import render; from heta_eval.cli import config_dir; "
+        "import sys; from heta_eval.cli.info import render; "
+        "from heta_eval.config import config_dir; "
         "render(config_dir()); "
         "print(sorted({'mlflow', 'torch', 'pandas', 'heta_framework', 'httpx'} & set(sys.modules)))"
     )

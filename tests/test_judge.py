@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from heta_eval.components import instantiate
+from heta_eval.config.components import instantiate
 from heta_eval.evaluators.judge import (
     DEFAULT_PROMPT,
     DEFAULT_SYSTEM,

@@ -52,9 +52,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "root": root,
         "sweep_dir": sweep_dir,
         "fusion_report": next(
-            r
-            for r in reports
-            if r.recipe_manifest["name"] == "bm25_fusion" and r.metadata["top_k"] == 5
+            r for r in reports if r.recipe_manifest["name"] == "bm25_fusion" and r.run.top_k == 5
         ),
         "client": MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}"),
     }

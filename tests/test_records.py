@@ -19,6 +19,7 @@ from heta_eval.records import (
     EvaluationCaseResult,
     EvaluationReport,
     EvaluationScore,
+    RunFacts,
     ScoreAggregate,
 )
 
@@ -158,6 +159,7 @@ def test_report_round_trips_and_rejects_nan_scores(tmp_path: Path) -> None:
         case_results=(result,),
         started_at=now,
         finished_at=now,
+        run=RunFacts(top_k=10, cases={"total": 1, "evaluated": 1, "failed": 0, "scored": 1}),
     )
     path = report.write_json(tmp_path / "report.json")
     assert EvaluationReport.read_json(path) == report

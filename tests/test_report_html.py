@@ -65,7 +65,7 @@ def test_a_run_writes_report_html_and_logs_it_to_mlflow(
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "sample/1/test · recipe bm25_fusion" in page
     assert "fusion (primary)" in page and report.primary_query_mode == "fusion"
-    for metric in report.metadata["evaluators"]:
+    for metric in report.run.evaluators:
         assert f'alt="distribution of {metric}"' in page
     # Each metric's cases below the best value reached, up to 20, lowest first.
     fusion = [r for r in report.case_results if r.query_mode == "fusion"]
@@ -80,7 +80,7 @@ def test_a_run_writes_report_html_and_logs_it_to_mlflow(
     # Nothing is fetched when the page is opened: no scripts, stylesheets or remote URLs.
     assert not re.search(r"<script|<link|@import|(src|href)=\"(https?:)?//|url\(", page)
     images = re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]+"', page)
-    assert len(images) == len(report.metadata["evaluators"]) + 2  # + summary and latency
+    assert len(images) == len(report.run.evaluators) + 2  # + summary and latency
 
     client = MlflowClient(tracking_uri=f"sqlite:///{run_dir.parents[2] / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])

@@ -17,8 +17,8 @@ from mlflow import MlflowClient
 
 from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import SampleBenchmark
-from heta_eval.journal import CaseJournal
 from heta_eval.records import EvaluationCaseResult
+from heta_eval.run.journal import CaseJournal
 
 from .conftest import REPO, load_recipe
 
@@ -81,7 +81,7 @@ def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_report(tmp_path: Pat
         next(x for x in out.splitlines() if x.startswith("report: ")).removeprefix("report: ")
     )
     report = EvaluationReport.read_json(report_path)
-    assert 10 <= report.metadata["resumed_cases"] < 48
+    assert 10 <= report.run.resumed_cases < 48
 
     (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
     assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
@@ -111,8 +111,16 @@ def test_a_finished_configuration_is_not_evaluated_again(run_cli, tmp_path: Path
     assert forced.returncode == 0
     assert "unit corpus: loaded" in forced.stdout + forced.stderr  # from the build cache
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
-    runs = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
-    assert len(runs) == 2
+    runs = client.search_runs(
+        [client.get_experiment_by_name("heta_eval").experiment_id],
+        order_by=["attributes.start_time ASC"],
+    )
+    # The reuse is a run of its own, with the first run's metrics and where they come from.
+    assert len(runs) == 3
+    original, reused, _ = runs
+    assert reused.data.tags["heta_eval.reused_from.run_id"] == original.info.run_id
+    assert "heta_eval.reused_from.run_id" not in original.data.tags
+    assert reused.data.metrics == original.data.metrics and reused.info.status == "FINISHED"
 
 
 def test_journal_cuts_a_torn_last_line_and_ignores_other_configs(tmp_path: Path) -> None:
@@ -146,7 +154,7 @@ def test_parallel_units_equal_sequential(tmp_path: Path) -> None:
         return asyncio.run(runner.run())
 
     sequential, parallel = run(1), run(2)
-    assert parallel.metadata["workers"] == 2
+    assert parallel.run.workers == 2
     assert _by_case(parallel) == _by_case(sequential)
     assert [r.case_id for r in parallel.case_results] == [
         r.case_id for r in sequential.case_results

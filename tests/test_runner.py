@@ -11,6 +11,7 @@ import pytest
 from heta_eval import BenchmarkError, BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import SampleBenchmark
 from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
+from heta_eval.protocol import BenchmarkAdapter
 from heta_eval.records import BenchmarkCase, BenchmarkDocument, BenchmarkRunUnit
 
 from .conftest import load_recipe
@@ -57,9 +58,11 @@ def test_corpus_shape_builds_one_kb_and_writes_the_report(
         report.score_summary["bm25.evidence_recall@5"]
         >= report.score_summary["bm25.evidence_recall@1"]
     )
-    assert EvaluationReport.read_json(tmp_path / "run" / "report.json") == report
+    # The runner returns the report; writing it is the lifecycle's (heta_eval.evaluate).
+    assert not (tmp_path / "run" / "report.json").exists()
+    assert EvaluationReport.read_json(report.write_json(tmp_path / "report.json")) == report
     store = LocalObjectStore(tmp_path / "store")
-    keys = report.metadata["document_keys"]
+    keys = report.run.document_keys
     assert (
         keys["astronomy-jupiter-moons"]
         == "raw/benchmarks/sample/test/astronomy-jupiter-moons/astronomy-jupiter-moons.txt"
@@ -82,7 +85,7 @@ def test_units_shape_builds_one_kb_per_unit_with_its_own_cases(
     for result in report.case_results:
         assert result.case_id.startswith(result.unit_id)
         assert all(r.document_id.startswith(result.unit_id) for r in result.retrieved)
-    assert [u["cases"] for u in report.metadata["run_units"]] == [12, 12, 12, 12]
+    assert [u.cases for u in report.run.run_units] == [12, 12, 12, 12]
 
 
 def test_limit_takes_a_seeded_subset_stratified_by_unit(
@@ -92,8 +95,8 @@ def test_limit_takes_a_seeded_subset_stratified_by_unit(
     picked = [r.case_id for r in report.case_results]
     assert len(picked) == 8
     # Four units, eight cases: every unit gives two, and only the units used are built.
-    assert sorted(u["cases"] for u in report.metadata["run_units"]) == [2, 2, 2, 2]
-    assert report.metadata["cases"] == {"total": 48, "evaluated": 8, "failed": 0, "scored": 8}
+    assert sorted(u.cases for u in report.run.run_units) == [2, 2, 2, 2]
+    assert report.run.cases.model_dump() == {"total": 48, "evaluated": 8, "failed": 0, "scored": 8}
     again = _run(tmp_path / "b", SampleBenchmark(shape="units"), bm25_recipe, limit=8)
     assert [r.case_id for r in again.case_results] == picked
     other = _run(tmp_path / "c", SampleBenchmark(shape="units"), bm25_recipe, limit=8, seed=1)
@@ -146,10 +149,10 @@ def test_build_failure_marks_the_units_cases_and_still_reports(tmp_path: Path) -
     assert len(report.failed_cases) == 48
     assert {r.error.stage for r in report.case_results} == {"build"}  # type: ignore[union-attr]
     assert report.score_summary == {}
-    assert (tmp_path / "run" / "report.json").is_file()
+    assert report.run.cases.failed == 48 and report.run.run_units[0].build_failed
 
 
-class _Tiny:
+class _Tiny(BenchmarkAdapter):
     """An in-test adapter yielding whatever it is given."""
 
     def __init__(self, documents: list, cases: list, units: list) -> None:
@@ -252,7 +255,6 @@ def test_documents_from_uris_and_offline_refusal(
     report = _run(tmp_path, bench, bm25_recipe, offline=True)
     assert report.case_results[0].retrieved[0].document_id == "kelp"
     assert (
-        "offline run: not fetching https://example.org/x.txt"
-        in report.metadata["document_errors"]["web"]
+        "offline run: not fetching https://example.org/x.txt" in report.run.document_errors["web"]
     )
     assert report.knowledge_base_manifests[0].counts["documents"] == 1

@@ -36,7 +36,7 @@ def test_published_bm25_numbers_are_reproduced(scifact_report: EvaluationReport)
     # Recall@100 0.9253, multifield 0.9076.
     summary = scifact_report.score_summary
     assert len(scifact_report.case_results) == 300 and not scifact_report.failed_cases
-    assert scifact_report.metadata["top_k"] == 100  # BEIR's default depth
+    assert scifact_report.run.top_k == 100  # BEIR's default depth
     assert summary["bm25.ndcg@10"] == pytest.approx(0.687, abs=0.01)
     assert summary["bm25.recall@100"] == pytest.approx(0.91, abs=0.02)
     assert set(summary) == {

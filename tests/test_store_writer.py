@@ -18,7 +18,7 @@ from heta_eval.benchmarks import JsonlBenchmark
 from heta_eval.kb import LocalObjectStore
 from heta_eval.kb.store import InvalidKeyError
 from heta_eval.kb.store_writer import BackgroundStoreWriter, StoreWriteError
-from heta_eval.runner import BACKGROUND_WRITES_MIN_DOCUMENTS
+from heta_eval.run.runner import BACKGROUND_WRITES_MIN_DOCUMENTS
 
 from .conftest import load_recipe
 from .reliability.conftest import write_jsonl
@@ -136,12 +136,12 @@ def test_a_runner_with_many_documents_writes_them_in_the_background(tmp_path: Pa
         settings=RunnerSettings(output_dir=tmp_path / "run", store_dir=tmp_path / "store"),
     )
     report = asyncio.run(runner.run())
-    timings = report.metadata["timings_seconds"]
+    timings = report.run.timings_seconds
     assert timings["write_documents_in_background"] > 0
     assert not report.failed_cases
     assert report.score_summary["bm25.evidence_recall@5"] == 1.0
     store = LocalObjectStore(tmp_path / "store")
-    keys = report.metadata["document_keys"]
+    keys = report.run.document_keys
     assert len(keys) == count and sorted(store.list("raw/")) == sorted(keys.values())
     text = {d["document_id"]: d["text"] for d in documents}
     assert all(store.get(key).decode() == text[doc] for doc, key in keys.items())

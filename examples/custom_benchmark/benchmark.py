@@ -13,7 +13,7 @@ from pathlib import Path
 
 from heta_eval.benchmarks import BenchmarkDataError
 from heta_eval.evaluators import AnswerContains, EvidenceMatcher, EvidenceRecallAtK
-from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -30,7 +30,7 @@ BUNDLED_DATA = Path(__file__).resolve().parent / "data"
 COLUMNS = ("id", "question", "answer", "source", "evidence", "topic")
 
 
-class RiversBenchmark:
+class RiversBenchmark(BenchmarkAdapter):
     """Five Markdown documents about rivers and ten questions, one knowledge base for all.
 
     `data_dir` is a directory with `*.md` documents and `questions.csv` (default: the files

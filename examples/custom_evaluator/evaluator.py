@@ -1,12 +1,14 @@
-"""AnswerReciprocalRank: a complete evaluator (BenchmarkEvaluatorProtocol)."""
+"""AnswerReciprocalRank: a complete evaluator (BenchmarkEvaluatorProtocol, through the
+`Evaluator` base class that gives `aclose` its default)."""
 
 from __future__ import annotations
 
 from heta_eval.evaluators import normalize_answer
+from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 
-class AnswerReciprocalRank:
+class AnswerReciprocalRank(Evaluator):
     """1 / rank of the first top-`k` result whose text contains an expected answer, else 0.
 
     Texts and answers are compared after SQuAD normalisation (lower case, no punctuation or

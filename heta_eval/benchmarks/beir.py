@@ -10,7 +10,7 @@ from pathlib import Path
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl
 from heta_eval.evaluators import MAPAtK, MRRAtK, NDCGAtK, PrecisionAtK, RecallAtK
-from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -78,7 +78,7 @@ def _require(row: dict, field: str, path: Path, lineno: int) -> str:
     return value
 
 
-class BeirBenchmark:
+class BeirBenchmark(BenchmarkAdapter):
     """A BEIR dataset (`corpus.jsonl`, `queries.jsonl`, `qrels/{split}.tsv`) as one corpus KB.
 
     Conventions, chosen so numbers compare with the BEIR paper, Pyserini and bm25s:

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl, validate_line
-from heta_eval.components import instantiate
+from heta_eval.config.components import instantiate
 from heta_eval.evaluators import AnswerContains, EvidenceRecallAtK, NDCGAtK
-from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -34,7 +34,7 @@ def _check_new_id(seen: dict[str, int], value: str, field: str, path: Path, line
         )
 
 
-class JsonlBenchmark:
+class JsonlBenchmark(BenchmarkAdapter):
     """A benchmark read from `documents.jsonl` and `cases.jsonl`.
 
     documents.jsonl, one object per line: `document_id`, and one of `text` (inline),

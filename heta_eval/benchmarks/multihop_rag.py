@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.evaluators import AllEvidenceAtK, AnswerContains, EvidenceMatcher, EvidenceRecallAtK
-from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -136,7 +136,7 @@ class _Loaded:
     unmatched_evidence: int
 
 
-class MultiHopRagBenchmark:
+class MultiHopRagBenchmark(BenchmarkAdapter):
     """MultiHop-RAG: 2,556 multi-hop queries over a corpus of 609 English news articles.
 
     Source: Yixuan Tang and Yi Yang, "MultiHop-RAG: Benchmarking Retrieval-Augmented

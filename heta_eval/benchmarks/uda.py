@@ -19,7 +19,7 @@ from heta_eval.evaluators import (
     EvidenceRecallAtK,
 )
 from heta_eval.kb.parsing import SEGMENTS_MEDIA_TYPE
-from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -82,7 +82,7 @@ def render_row(header: list[str], row: list[str]) -> str:
     return f"{row[0]}: " + "; ".join(cells)
 
 
-class UdaBenchmark:
+class UdaBenchmark(BenchmarkAdapter):
     """UDA-Benchmark (finance and the other subsets), one knowledge base per source document.
 
     Questions are bound to one report each, so every report is its own run unit (its

@@ -38,7 +38,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from heta_eval.components import instantiate
+from heta_eval.config.components import instantiate
+from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.store import ObjectStore
 from heta_eval.records import (
@@ -48,7 +49,6 @@ from heta_eval.records import (
     QueryResult,
     SourceRef,
 )
-from heta_eval.secrets import mask_secrets
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Literal
 
 from heta_eval.evaluators.numbers import numbers_match, parse_number, parse_numbers
+from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -28,7 +29,7 @@ def _skip(name: str, case: BenchmarkCase, response: QueryResponse) -> Evaluation
     return None
 
 
-class AnswerExactMatch:
+class AnswerExactMatch(Evaluator):
     """1.0 when the answer equals any expected answer after SQuAD normalisation."""
 
     name = "answer_exact_match"
@@ -57,7 +58,7 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-class AnswerTokenF1:
+class AnswerTokenF1(Evaluator):
     """SQuAD token F1 of the answer, the best over the expected answers."""
 
     name = "answer_f1"
@@ -70,7 +71,7 @@ class AnswerTokenF1:
         return EvaluationScore(name=self.name, value=best)
 
 
-class AnswerContains:
+class AnswerContains(Evaluator):
     """1.0 when an expected answer occurs (normalised) in the answer or the retrieved context.
 
     With `target="answer"` the generated answer is searched; with `target="context"` the
@@ -107,7 +108,7 @@ class AnswerContains:
         return EvaluationScore(name=self.name, value=float(hit))
 
 
-class AnswerNumericMatch:
+class AnswerNumericMatch(Evaluator):
     """Answer correctness that understands numbers (FinQA/TAT-QA style answers).
 
     Every expected answer form counts (`57%`, `0.57484`); a number in the generated answer

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from heta_eval.evaluators.matching import DEFAULT_MATCHER, EvidenceMatcher
+from heta_eval.protocol import Evaluator
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkEvidence,
@@ -35,7 +36,7 @@ def match_matrix(
     return [[matcher.matches(e, r) for e in evidence] for r in results]
 
 
-class _EvidenceMetric:
+class _EvidenceMetric(Evaluator):
     """Shared shape: top-k results, the matcher, and the skip rule."""
 
     prefix = ""

@@ -23,6 +23,7 @@ from heta_eval.evaluators.openai_client import (
     OpenAICompatibleClient,
 )
 from heta_eval.json_cache import JsonFileCache, material_key
+from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ def check_template(template: str, what: str = "prompt") -> None:
         raise ValueError(f"{what} cannot be rendered: {exc}") from None
 
 
-class LLMJudge:
+class LLMJudge(Evaluator):
     """Answer correctness graded by an LLM behind an OpenAI-compatible chat endpoint.
 
     `prompt` is a str.format template over {question}, {expected} (the expected answers

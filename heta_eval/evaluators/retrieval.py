@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
+from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 
@@ -146,7 +147,7 @@ def success_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> fl
     return float(any(grades.get(d, 0) > 0 for d in ranked[:k]))
 
 
-class _DocumentMetric:
+class _DocumentMetric(Evaluator):
     """Shared shape of the document-level metrics: judgments, ranking, skip rule."""
 
     prefix = ""

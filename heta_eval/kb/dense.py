@@ -357,7 +357,7 @@ class DenseIndex:
     def encoder(self) -> Encoder:
         """The encoder, created from its spec on first use."""
         if self._encoder is None:
-            from heta_eval.components import instantiate
+            from heta_eval.config.components import instantiate
 
             self._encoder = instantiate(self._encoder_spec)  # type: ignore[arg-type]
         return self._encoder

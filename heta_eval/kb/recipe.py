@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from heta_eval.components import instantiate, resolve_target
+from heta_eval.config.components import instantiate, resolve_target
+from heta_eval.config.secrets import mask_secrets
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
-from heta_eval.secrets import mask_secrets
 
 
 def _as_plain(value: Any) -> Any:

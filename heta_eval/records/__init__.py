@@ -29,6 +29,14 @@ from heta_eval.records.query import (
     QueryResult,
     SourceRef,
 )
+from heta_eval.records.run import (
+    CaseCounts,
+    ReusedFrom,
+    RunFacts,
+    RunIdentity,
+    TrackingRef,
+    UnitFacts,
+)
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -43,6 +51,7 @@ __all__ = [
     "BenchmarkWorkspace",
     "BuildScope",
     "BuildStep",
+    "CaseCounts",
     "EvaluationCaseResult",
     "EvaluationError",
     "EvaluationReport",
@@ -52,6 +61,11 @@ __all__ = [
     "QueryResponse",
     "QueryResult",
     "RetrievedItem",
+    "ReusedFrom",
+    "RunFacts",
+    "RunIdentity",
     "ScoreAggregate",
     "SourceRef",
+    "TrackingRef",
+    "UnitFacts",
 ]

@@ -10,13 +10,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
 from heta_eval.records.benchmark import BenchmarkEvidence, BenchmarkExpected, BenchmarkManifest
 from heta_eval.records.query import KnowledgeBaseManifest
+from heta_eval.records.run import RunFacts
 
-REPORT_SCHEMA_VERSION = "1"
+REPORT_SCHEMA_VERSION = "2"
 
 
 class EvaluationScore(Record):
@@ -148,7 +149,38 @@ class EvaluationReport(Record):
     started_at: datetime
     finished_at: datetime
     schema_version: str = REPORT_SCHEMA_VERSION
-    metadata: JsonDict = Field(default_factory=dict)
+    run: RunFacts
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_schema_1(cls, data: object) -> object:
+        """Reports of schema 1 kept these facts in a loose `metadata` dict."""
+        if not isinstance(data, dict) or "run" in data or "metadata" not in data:
+            return data
+        data = dict(data)
+        old = dict(data.pop("metadata") or {})
+        units = [dict(u) for u in old.get("run_units") or []]
+        cases = old.get("cases") or {}
+        data["run"] = {
+            "evaluators": old.get("evaluators") or (),
+            "top_k": old.get("top_k") or 10,
+            "limit": old.get("limit"),
+            "seed": old.get("seed") or 0,
+            "workers": old.get("workers") or 1,
+            "run_units": units,
+            "document_keys": old.get("document_keys") or {},
+            "document_errors": old.get("document_errors") or {},
+            "cache": old.get("cache") or {},
+            "resumed_cases": old.get("resumed_cases") or 0,
+            "timings_seconds": old.get("timings_seconds") or {},
+            "cases": {
+                "total": cases.get("total", 0),
+                "evaluated": cases.get("evaluated", 0),
+                "failed": cases.get("failed", 0),
+                "scored": cases.get("scored", 0),
+            },
+        }
+        return data
 
     @property
     def primary_query_mode(self) -> str | None:

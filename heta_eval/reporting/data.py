@@ -14,7 +14,7 @@ WORST_CASES = 20  # rows of each worst-cases table, whatever the number of cases
 
 def metric_names(report: EvaluationReport) -> list[str]:
     """The run's metrics in evaluator order (from the case scores when not recorded)."""
-    names = [str(n) for n in report.metadata.get("evaluators", ())]
+    names = [str(n) for n in report.run.evaluators]
     if names:
         return names
     seen: dict[str, None] = {}

@@ -12,13 +12,13 @@ import base64
 import json
 from pathlib import Path
 
+from heta_eval.config.secrets import mask_secrets
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting import data, plots
 from heta_eval.reporting.cases import worst_cases_section
 from heta_eval.reporting.markup import cut as _cut
 from heta_eval.reporting.markup import escape_text as _e
 from heta_eval.reporting.markup import num as _num
-from heta_eval.secrets import mask_secrets
 
 REPORT_HTML = "report.html"
 MAX_UNITS = 50  # knowledge-base rows shown
@@ -73,7 +73,7 @@ def _header(report: EvaluationReport) -> str:
     seconds = (report.finished_at - report.started_at).total_seconds()
     cases = len({(r.unit_id, r.case_id) for r in report.case_results})
     failed = len(report.failed_cases)
-    top_k = report.metadata.get("top_k")
+    top_k = report.run.top_k
     modes = ", ".join(
         f"{m} (primary)" if m == report.primary_query_mode else m for m in report.query_modes
     )

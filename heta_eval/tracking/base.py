@@ -4,16 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from heta_eval.records import EvaluationReport
 
 
+@runtime_checkable
 class Tracker(Protocol):
-    """Records one run: its settings, its report and artifacts."""
+    """Records one run: its settings, its report and artifacts.
+
+    `run_id` is None until `start` or `resume`; `uri` says where runs go (None: nowhere).
+    `connect` does the slow part of getting ready (imports, opening the store) and may run
+    in a background thread while the benchmark loads; `start` waits for nothing else.
+    """
+
+    run_id: str | None
+    uri: str | None
+
+    def connect(self) -> None: ...
 
     def start(
-        self, *, run_name: str, config: Mapping[str, Any], tags: Mapping[str, str]
+        self,
+        *,
+        run_name: str,
+        config: Mapping[str, Any],
+        tags: Mapping[str, str],
+        parent_run_id: str | None = None,
     ) -> None: ...
 
     def resume(self, run_id: str) -> bool:
@@ -32,7 +48,20 @@ class Tracker(Protocol):
 class NullTracker:
     """A tracker that records nothing (`tracking=none`); the report is still on disk."""
 
-    def start(self, *, run_name: str, config: Mapping[str, Any], tags: Mapping[str, str]) -> None:
+    run_id: str | None = None
+    uri: str | None = None
+
+    def connect(self) -> None:
+        pass
+
+    def start(
+        self,
+        *,
+        run_name: str,
+        config: Mapping[str, Any],
+        tags: Mapping[str, str],
+        parent_run_id: str | None = None,
+    ) -> None:
         pass
 
     def resume(self, run_id: str) -> bool:

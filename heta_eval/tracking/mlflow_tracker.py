@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import statistics
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,10 +82,10 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
             metrics.append(
                 (metric_name(f"{mode}.latency_p95_seconds"), _percentile(latencies, 95), 0)
             )
-    for name, value in sorted((report.metadata.get("cache") or {}).items()):
+    for name, value in sorted(report.run.cache.items()):
         if isinstance(value, int | float):
             metrics.append((f"cache.{name}", float(value), 0))
-    metrics.append(("cases.resumed", float(report.metadata.get("resumed_cases", 0)), 0))
+    metrics.append(("cases.resumed", float(report.run.resumed_cases), 0))
     failed = sum(1 for r in report.case_results if r.error is not None)
     metrics.append(("cases.evaluated", float(len(report.case_results)), 0))
     metrics.append(("cases.failed", float(failed), 0))
@@ -94,7 +95,7 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
 def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
     """Per-case results as columns: ids, query, slice labels, one column per metric,
     latency, error, the answer given and the top retrieved documents."""
-    metrics = list(report.metadata.get("evaluators", ()))
+    metrics = list(report.run.evaluators)
     labels = sorted({k for r in report.case_results for k in r.labels})
     answers = any(r.answer is not None for r in report.case_results)
     columns: dict[str, list[Any]] = {
@@ -166,6 +167,8 @@ class MlflowTracker:
         self.log_case_table = log_case_table
         self.run_id: str | None = None
         self._client: Any = None
+        self._lock = threading.Lock()
+        self._experiment_id: str | None = None
         self.use_outbox = outbox
         self._entry: OutboxEntry | None = None  # set once the backend failed
         self._started: dict[str, Any] = {}
@@ -179,21 +182,40 @@ class MlflowTracker:
     @property
     def client(self) -> Any:
         """The MlflowClient for this tracker's URI (created on first use)."""
-        if self._client is None:
-            from mlflow import MlflowClient
+        with self._lock:
+            if self._client is None:
+                from mlflow import MlflowClient
 
-            if self.uri.startswith("sqlite:"):
-                self.root.mkdir(parents=True, exist_ok=True)
-            self._client = MlflowClient(tracking_uri=self.uri)
-        return self._client
+                if self.uri.startswith("sqlite:"):
+                    self.root.mkdir(parents=True, exist_ok=True)
+                self._client = MlflowClient(tracking_uri=self.uri)
+            return self._client
+
+    def connect(self) -> None:
+        """Import MLflow and, for a store that exists, open it and find the experiment: most
+        of a small run's tracking cost, done while the benchmark loads. A new SQLite store
+        is created only by `start` (a run refused for bad data leaves no store behind); a
+        failure is left for `start` too, which sends the run to the outbox."""
+        try:
+            import mlflow.tracking  # noqa: F401  (the import is the slow part)
+
+            store = Path(self.uri.removeprefix("sqlite:///"))
+            if self.uri.startswith("sqlite:///") and not store.exists():
+                return
+            self.experiment_id()
+        except Exception as exc:
+            log.debug("MLflow not ready yet (%s); start() will try again", exc)
 
     def experiment_id(self) -> str:
         """Id of the configured experiment, created (with its artifact location) if needed."""
+        if self._experiment_id is not None:
+            return self._experiment_id
         found = self.client.get_experiment_by_name(self.experiment)
         if found is not None:
-            return found.experiment_id
+            self._experiment_id = str(found.experiment_id)
+            return self._experiment_id
         try:
-            return self.client.create_experiment(
+            created = self.client.create_experiment(
                 self.experiment, artifact_location=self.artifact_location
             )
         except Exception:
@@ -201,7 +223,9 @@ class MlflowTracker:
             found = self.client.get_experiment_by_name(self.experiment)
             if found is None:
                 raise
-            return found.experiment_id
+            created = found.experiment_id
+        self._experiment_id = str(created)
+        return self._experiment_id
 
     def start(
         self,

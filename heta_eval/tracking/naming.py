@@ -8,8 +8,8 @@ import statistics
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from heta_eval.config.secrets import mask_secrets
 from heta_eval.records import EvaluationReport
-from heta_eval.secrets import mask_secrets
 
 MAX_PARAM_VALUE = 6000  # MLflow's limit on a param value
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
@@ -100,7 +100,7 @@ def run_params(report: EvaluationReport) -> dict[str, str]:
         "benchmark": report.benchmark.key,
         "primary_query_mode": report.primary_query_mode,
         "query_modes": ",".join(report.query_modes),
-        "top_k": report.metadata.get("top_k"),
+        "top_k": report.run.top_k,
         "cases": cases,
     }
     return {RUN_PARAM_PREFIX + k: param_value(v) for k, v in values.items()}

@@ -34,8 +34,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from heta_eval.hydra_outputs import config_secrets, scrub_logs
-from heta_eval.secrets import mask_override
+from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
+from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
 from heta_eval.tracking.sweep_summary import (
     JOBS_DIR,
@@ -116,7 +116,7 @@ def _sweeper_params(config: DictConfig) -> list[str]:
 def _mlflow_tracker(config: DictConfig) -> Any:
     from hydra.core.hydra_config import HydraConfig
 
-    from heta_eval.components import instantiate
+    from heta_eval.config.components import instantiate
     from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
     # Callbacks run before Hydra sets its config for the jobs; `${hydra:...}` needs it.
@@ -142,7 +142,7 @@ def _fixed_names(config: DictConfig, swept: set[str]) -> dict[str, str]:
     if not touched("benchmark", "experiment"):
         # The adapter names itself (e.g. beir-scifact); constructing one reads no data.
         try:
-            from heta_eval.components import instantiate
+            from heta_eval.config.components import instantiate
 
             spec = OmegaConf.to_container(config.benchmark, resolve=True)
             names["benchmark.name"] = str(instantiate(spec).manifest.name)

@@ -37,7 +37,7 @@ def test_failing_cases_are_recorded_and_the_rest_scored(
     assert sorted(failed) == ["q0", "q3", "q6", "q9"]
     assert all(e is not None and e.stage == "query" for e in failed.values())
     assert all(e.error_type == "RuntimeError" and "boom" in e.message for e in failed.values())
-    assert report.metadata["cases"] == {"total": 10, "evaluated": 10, "failed": 4, "scored": 6}
+    assert report.run.cases.model_dump() == {"total": 10, "evaluated": 10, "failed": 4, "scored": 6}
     detail = report.score_details["bm25.evidence_recall@1"]
     assert (detail.scored, detail.failed) == (6, 4)
     assert report.score_summary["bm25.evidence_recall@1"] == 1.0  # failures are not zeros
@@ -62,8 +62,10 @@ def test_more_failures_than_max_failure_rate_fail_the_run_but_keep_the_report(
     assert run.info.status == "FAILED"
     assert run.data.metrics["bm25.evidence_recall_at_1.scored"] == 6
 
-    # Within the threshold, the same configuration finishes from its journal.
+    # Within the threshold, the same configuration finishes from its journal: the scored
+    # results are replayed, the failed ones are queried again (and fail again here).
     again = run_cli(*faulty, "runner.max_failure_rate=0.5")
     assert again.returncode == 0, again.stderr
     report = read_report(report_path(again.stdout))
-    assert report.metadata["resumed_cases"] == 10 and len(report.failed_cases) == 4
+    assert report.run.resumed_cases == 6 and report.run.retried_cases == 4
+    assert len(report.failed_cases) == 4

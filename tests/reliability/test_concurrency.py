@@ -55,7 +55,7 @@ def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
         assert set(child.data.metrics) == {key for key, _, _ in report_metrics(report)}
         assert len(report.case_results) == 10 and not report.failed_cases
         combos.add((child.data.params["recipe.chunk_size"], child.data.params["runner.top_k"]))
-        caches.append(report.metadata["cache"])
+        caches.append(report.run.cache)
     assert len(combos) == 6
     assert sum(c["written"] for c in caches) == 2  # one entry per chunk size, written once
     assert sum(c["discarded"] for c in caches) == 0
@@ -100,9 +100,12 @@ def test_two_processes_of_one_configuration(tmp_path: Path) -> None:
     assert one.report_path != two.report_path
     report = EvaluationReport.read_json(one.report_path)
     assert len(report.case_results) == 10 and not report.failed_cases
-    assert EvaluationReport.read_json(two.report_path) == report
+    reused = EvaluationReport.read_json(two.report_path)
+    assert reused.case_results == report.case_results and reused.run.reused_from is not None
+    assert reused.run.reused_from.report_id == report.report_id
     client = _client(root)
-    (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
-    assert run.info.status == "FINISHED"
+    runs = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
+    assert {r.info.status for r in runs} == {"FINISHED"} and len(runs) == 2
+    (run,) = [r for r in runs if "heta_eval.reused_from.run_id" not in r.data.tags]
     assert set(run.data.metrics) == {key for key, _, _ in report_metrics(report)}
     assert verify_cache(root / "cache") == (1, 10)

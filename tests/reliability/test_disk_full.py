@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from heta_eval.journal import CaseJournal
+from heta_eval.run.journal import CaseJournal
 
 from ..conftest import CliRunner
 from .conftest import jsonl_args, read_report, report_path, write_jsonl
@@ -59,14 +59,14 @@ def test_a_full_disk_while_journaling_names_the_journal_and_a_rerun_resumes(
     assert "Traceback" not in proc.stderr
     assert f"heta-eval: cannot write {journal}: File too large" in proc.stderr
     assert report.read_bytes() == before  # the earlier report is untouched
-    config_hash = json.loads(journal.read_bytes().split(b"\n", 1)[0])["config_hash"]
-    finished, _ = CaseJournal(journal, config_hash).read()
+    identity = json.loads(journal.read_bytes().split(b"\n", 1)[0])["identity"]
+    finished, _ = CaseJournal(journal, identity).read()
     assert 0 < len(finished) < 48  # every line written before the disk filled is readable
 
     again = run_cli(*ARGS)
     assert again.returncode == 0, again.stderr
     resumed = read_report(report_path(again.stdout))
-    assert resumed.metadata["resumed_cases"] == len(finished)
+    assert resumed.run.resumed_cases == len(finished)
     assert len(resumed.case_results) == 48 and not resumed.failed_cases
     assert resumed.knowledge_base_manifests[0].cache_status == "hit"  # cache entry still valid
     assert resumed.score_summary == read_report(report).score_summary
@@ -91,7 +91,7 @@ def test_a_full_disk_while_writing_the_report_keeps_the_journal_and_no_partial_f
     again = run_cli(*ARGS)
     assert again.returncode == 0, again.stderr
     resumed = read_report(report_path(again.stdout))
-    assert resumed.metadata["resumed_cases"] == 48
+    assert resumed.run.resumed_cases == 48
     assert resumed.score_summary == read_report(report).score_summary
 
 

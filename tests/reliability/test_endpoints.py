@@ -108,8 +108,7 @@ def test_answerer_faults_are_retried_then_recorded_per_case(tmp_path: Path) -> N
     assert seen["copper"] == 3  # two 503s, then the answer
     answered = {_topic(r.query): r.answer for r in report.case_results if r.error is None}
     assert answered == {t: f"It is the {t} [1]." for t in ("copper", "falcon", "tundra", "saffron")}
-    assert report.metadata["cases"]["failed"] == 4 and report.metadata["cases"]["scored"] == 4
-    assert (tmp_path / "run" / "report.json").is_file()
+    assert report.run.cases.failed == 4 and report.run.cases.scored == 4
 
 
 # -- OpenAI-compatible embeddings --------------------------------------------------------------
@@ -174,7 +173,7 @@ def test_embedding_faults_at_query_time_are_recorded_per_case(tmp_path: Path) ->
         assert error is not None and error.stage == "query"
         assert f"failed after {ATTEMPTS} attempts: {cause}" in error.message
         assert seen[topic] == ATTEMPTS
-    assert report.metadata["cases"]["scored"] == 5
+    assert report.run.cases.scored == 5
     assert report.score_details["dense.evidence_recall@1"].scored == 5
 
 
@@ -188,5 +187,4 @@ def test_an_embedding_endpoint_down_at_build_fails_the_unit_not_the_run(tmp_path
     error = report.failed_cases[0].error
     assert error is not None and error.stage == "build"
     assert f"failed after {ATTEMPTS} attempts: HTTP 500 Internal Server Error" in error.message
-    assert report.metadata["run_units"][0]["build_failed"] is True
-    assert (tmp_path / "run" / "report.json").is_file()
+    assert report.run.run_units[0].build_failed is True

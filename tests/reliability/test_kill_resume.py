@@ -81,7 +81,7 @@ def test_killed_while_writing_the_report(tmp_path: Path) -> None:
     rerun = run_cli(root, tmp_path, *args)
     assert rerun.returncode == 0, rerun.stderr
     report = EvaluationReport.read_json(rerun.report_path)
-    assert report.metadata["resumed_cases"] == len(report.case_results) == 12
+    assert report.run.resumed_cases == len(report.case_results) == 12
     _assert_same(report, _reference(tmp_path, *args))
     (run,) = _runs(root)
     assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
@@ -110,7 +110,7 @@ def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, 
     rerun = run_cli(root, tmp_path, *args)
     assert rerun.returncode == 0, rerun.stderr
     report = EvaluationReport.read_json(rerun.report_path)
-    cache = report.metadata["cache"]
+    cache = report.run.cache
     assert cache["discarded"] == 0
     assert cache["hits"] == (1 if where == "responses" else 0)
     assert verify_cache(root / "cache")[0] == 1
@@ -138,7 +138,7 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     assert "unreadable" in again.stdout + again.stderr
     assert "already evaluated" not in again.stdout + again.stderr
     report = EvaluationReport.read_json(again.report_path)
-    assert report.metadata["resumed_cases"] == 12
+    assert report.run.resumed_cases == 12
     _assert_same(report, reference)
 
     # A torn completion marker: not finished.
@@ -161,7 +161,7 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     resumed = run_cli(root, tmp_path, *ARGS)
     assert resumed.returncode == 0, resumed.stderr
     report = EvaluationReport.read_json(resumed.report_path)
-    assert report.metadata["resumed_cases"] == kept
+    assert report.run.resumed_cases == kept
     _assert_same(report, reference)
     assert journal.read_bytes().endswith(b"\n")
 
@@ -184,7 +184,7 @@ def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
     assert "discarding corrupt build cache entry" in again.stdout + again.stderr
     assert "ignoring corrupt cache file" in again.stdout + again.stderr
     report = EvaluationReport.read_json(again.report_path)
-    cache = report.metadata["cache"]
+    cache = report.run.cache
     assert cache["discarded"] == 1 and cache["hits"] == 0 and cache["written"] == 1
     assert cache["response_hits"] == 11 and cache["response_misses"] == 1
     _assert_same(report, reference)

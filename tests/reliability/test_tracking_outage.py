@@ -121,18 +121,21 @@ def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> 
     )
     assert outbox.file(entry, "report.json").read_bytes() == done.report_path.read_bytes()
     assert sorted(entry.artifacts) == ["config.resolved.yaml", "report.html", "report.json"]
-    # The run's state remembers the outbox entry: a rerun reuses the finished run.
+    # A rerun reuses the finished result; the reuse is a tracking run of its own (kept in
+    # the outbox too, since this server is down as well), naming the run it comes from.
     again = run_cli(
         root, tmp_path, f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=10"
     )
     assert again.returncode == 0 and "already evaluated" in again.stdout + again.stderr
-    assert len(_entries(root)) == 1
+    (reused,) = [e for e in _entries(root) if e.entry_id != entry.entry_id]
+    assert reused.tags["heta_eval.reused_from.run_id"] == entry.local_run_id
+    assert reused.status == "FINISHED" and reused.metrics == entry.metrics
 
-    # Server still down: the sync says so within seconds, keeps the entry, and fails.
+    # Servers still down: the sync says so within seconds, keeps the entries, and fails.
     down = _sync(root)
     assert down.returncode == 1 and "NOT uploaded" in down.stdout
-    assert "synced 0 run(s), 1 failed, 0 waiting" in down.stdout
-    assert _entries(root) == [entry]
+    assert "synced 0 run(s), 2 failed, 0 waiting" in down.stdout
+    assert entry in _entries(root)
 
 
 @pytest.mark.slow  # starts an MLflow server (~10-20 s)

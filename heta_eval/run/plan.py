@@ -9,7 +9,6 @@ run state, no MLflow run.
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
@@ -17,15 +16,15 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.table import Table
 
-from heta_eval.assembly import RunComponents
 from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
-from heta_eval.code_version import code_version
+from heta_eval.config.assembly import RunComponents
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.progress import NO_PROGRESS
 from heta_eval.records._base import Record
-from heta_eval.run_state import RunState
-from heta_eval.runner import BenchmarkRunner, _document_bytes
+from heta_eval.run.identity import components_code_digest, run_identity
+from heta_eval.run.runner import BenchmarkRunner
+from heta_eval.run.state import RunState
 
 KbStatus = Literal["cached", "build", "unknown"]
 COMPACT_ABOVE = 30  # units; above this the table shows the first ones and the totals
@@ -131,8 +130,6 @@ async def _make_plan(components: RunComponents) -> RunPlan:
         progress=NO_PROGRESS,
     )
     manifest = components.benchmark.manifest
-    state = RunState(settings.state_dir, components.config_hash, code_version())
-    completed = state.completed() if settings.resume else None
     common: dict[str, Any] = {
         "benchmark": manifest.key,
         "build_scope": manifest.build_scope,
@@ -147,28 +144,37 @@ async def _make_plan(components: RunComponents) -> RunPlan:
         "cache": settings.cache,
         "cache_dir": str(settings.cache_dir),
         "tracking": _tracking(components.tracker),
-        "previous_report": str(completed.report) if completed else None,
-        "interrupted_journal": settings.resume and state.journal().path.is_file(),
     }
     try:
-        contents = await runner.load()
+        loaded = await runner.load()
     except DownloadError as exc:
         resources = tuple(
             PlannedResource(name=r.name, uri=r.uri, size_bytes=r.size_bytes)
             for r in components.benchmark.resources()
         )
-        return RunPlan(**common, data_available=False, data_problem=str(exc), resources=resources)
+        return RunPlan(
+            **common,
+            previous_report=None,
+            interrupted_journal=False,
+            data_available=False,
+            data_problem=str(exc),
+            resources=resources,
+        )
+    contents = loaded.contents
+    identity = run_identity(
+        components.config_hash, loaded.data_digest, components_code_digest(components)
+    )
+    state = RunState(settings.state_dir, identity)
+    completed = state.completed() if settings.resume else None
+    common["previous_report"] = completed[0].report_path if completed else None
+    common["interrupted_journal"] = settings.resume and state.journal().path.is_file()
     plans = runner._plan(contents)
     keys: dict[str, tuple[str, str]] = {}
     for plan in plans:
         for document in plan.documents:
-            if document.document_id in keys:
-                continue
-            try:
-                data = _document_bytes(document, offline=True)
-            except (OSError, ConnectionRefusedError):
-                continue
-            digest = hashlib.sha256(data).hexdigest()
+            digest = loaded.document_sha256.get(document.document_id)
+            if document.document_id in keys or digest is None:
+                continue  # read when the benchmark loaded; else not readable offline
             keys[document.document_id] = (document.raw_key(contents.manifest), digest)
     units = []
     for plan in plans:

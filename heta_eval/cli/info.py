@@ -36,7 +36,7 @@ _EXTRA_MENTION = re.compile(r"heta-eval\[(\w+)\]|the `(\w+)` extra")
 _PIP_MENTION = re.compile(r"pip install ([A-Za-z][\w.-]*)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 # Groups whose options have no `_target_`: described by this class when their file is not.
-_GROUP_CLASSES = {"runner": "heta_eval.runner_settings.RunnerSettings"}
+_GROUP_CLASSES = {"runner": "heta_eval.run.settings.RunnerSettings"}
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -206,7 +206,7 @@ def _defaults(config_dir: Path) -> dict[str, str]:
 
 def _runner_settings(path: Path) -> list[tuple[str, str]]:
     """`runner.KEY` with its inline comment, for each key of the runner's YAML."""
-    from heta_eval.runner_settings import RunnerSettings
+    from heta_eval.run.settings import RunnerSettings
 
     fields = RunnerSettings.model_fields
     rows = []

@@ -3,7 +3,7 @@
 Hydra saves the composed config and the command line's overrides before our code runs, so a
 key given on the command line (`+recipe.metadata.api_key=sk-...`) or resolved into the
 config would stay on disk. `scrub_hydra_outputs` rewrites those files without the secret
-values (values under secret-looking keys, see heta_eval.secrets), and masks them in every
+values (values under secret-looking keys, see heta_eval.config.secrets), and masks them in every
 later log line of the process.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from heta_eval.secrets import is_secret_key, scrub, scrub_file, secret_values
+from heta_eval.config.secrets import is_secret_key, scrub, scrub_file, secret_values
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., 
 
 def config_secrets(cfg: Any, overrides: Iterable[str]) -> set[str]:
     """Secret values of a composed config (resolved) and of the command line's overrides."""
-    from heta_eval.assembly import resolve_config
+    from heta_eval.config.assembly import resolve_config
 
     found = set()
     for override in overrides:

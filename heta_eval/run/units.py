@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heta_eval.async_run import run_sync
-from heta_eval.journal import CaseKey
 from heta_eval.kb import ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache, CacheStats
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
@@ -29,6 +28,7 @@ from heta_eval.records import (
     QueryResponse,
 )
 from heta_eval.records.evaluation import expected_for_report
+from heta_eval.run.journal import CaseKey
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,5 @@ def run_unit_in_worker(
     """Entry point of a worker process: evaluate one unit with its own event loop."""
     outcome = run_sync(evaluator.run(plan, sources, kb_name, done))
     for item in evaluator.evaluators:
-        closer = getattr(item, "aclose", None)
-        if closer is not None:
-            asyncio.run(closer())
+        asyncio.run(item.aclose())
     return outcome

@@ -1,4 +1,8 @@
-"""BenchmarkRunner: prepare → documents → raw keys → run units → KBs → cases → report."""
+"""BenchmarkRunner: prepare → documents → raw keys → run units → KBs → cases → report.
+
+The runner evaluates; the lifecycle (`heta_eval.run.lifecycle`) decides whether to, and
+writes, tracks and keeps what it produced.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import urllib.request
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
@@ -20,7 +24,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from heta_eval.evaluators.summary import summarize, summarize_slices
-from heta_eval.journal import CaseJournal, CaseKey, case_key
 from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
@@ -38,8 +41,11 @@ from heta_eval.records import (
     EvaluationReport,
     KnowledgeBaseManifest,
 )
-from heta_eval.runner_settings import RunnerSettings
-from heta_eval.unit_evaluation import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
+from heta_eval.records.run import CaseCounts, RunFacts, RunIdentity, TrackingRef, UnitFacts
+from heta_eval.run.data_digest import DataDigest
+from heta_eval.run.journal import CaseJournal, CaseKey, case_key
+from heta_eval.run.settings import RunnerSettings, resolve_top_k
+from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,16 @@ def _document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
         raise ConnectionRefusedError(f"offline run: not fetching {document.source_uri}")
     with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
         return handle.read()
+
+
+@dataclass(frozen=True)
+class LoadedBenchmark:
+    """What `BenchmarkRunner.load` read: the contents, each document's sha256 (None when its
+    bytes could not be read, or are fetched from a URI later) and the digest of it all."""
+
+    contents: BenchmarkContents
+    data_digest: str
+    document_sha256: dict[str, str | None] = field(default_factory=dict)
 
 
 def _document_count(plans: Sequence[UnitPlan]) -> int:
@@ -168,8 +184,7 @@ class BenchmarkRunner:
         self.build_cache = build_cache or BuildCache(settings.cache_dir, settings.cache)
         self.progress = progress or ProgressReporter(settings.progress)
         self.query_modes = check_run_arguments(recipe, self.evaluators, settings)
-        # How deep to retrieve is the benchmark's scoring policy unless the runner says.
-        self.top_k: int = settings.top_k or int(getattr(benchmark, "default_top_k", 10))
+        self.top_k = resolve_top_k(settings, benchmark)
 
     def unit_evaluator(self) -> UnitEvaluator:
         """The picklable part of this runner that evaluates single units."""
@@ -179,21 +194,23 @@ class BenchmarkRunner:
             query_modes=tuple(self.query_modes),
             top_k=self.top_k,
             max_concurrent_queries=self.settings.max_concurrent_queries,
-            slice_by=tuple(getattr(self.benchmark, "slice_by", ())),
+            slice_by=tuple(self.benchmark.slice_by),
             store=self.store,
             cache=self.build_cache,
         )
 
-    async def load(self) -> BenchmarkContents:
-        """Prepare the benchmark and check its documents, cases and units as a whole."""
+    async def load(self) -> LoadedBenchmark:
+        """Prepare the benchmark and check its documents, cases and units as a whole; digest
+        their content as they are read (the data part of the run's identity)."""
         workspace = BenchmarkWorkspace(
             root=self.settings.workspace_dir, offline=self.settings.offline
         )
         with use(self.progress):  # downloads in prepare() report through it
             prepared = await self.benchmark.prepare(workspace)
-        documents = [d async for d in self.benchmark.documents(prepared)]
-        cases = [c async for c in self.benchmark.cases(prepared)]
-        units = [u async for u in self.benchmark.run_units(prepared)]
+        digest = DataDigest(self.benchmark.manifest)
+        documents = [digest.document(d) async for d in self.benchmark.documents(prepared)]
+        cases = [digest.case(c) async for c in self.benchmark.cases(prepared)]
+        units = [digest.unit(u) async for u in self.benchmark.run_units(prepared)]
         try:
             contents = BenchmarkContents(
                 manifest=self.benchmark.manifest,
@@ -207,7 +224,7 @@ class BenchmarkRunner:
                 f"benchmark {self.benchmark.manifest.name!r} cannot be evaluated: {problems}"
             ) from None
         check_evidence_documents(contents, strict=self.settings.strict)
-        return contents
+        return LoadedBenchmark(contents, digest.hexdigest(), digest.document_sha256)
 
     def _plan(self, contents: BenchmarkContents) -> list[UnitPlan]:
         """Units with their documents and cases, after `limit` (see `select_cases`)."""
@@ -238,7 +255,7 @@ class BenchmarkRunner:
 
     def _write_documents(
         self,
-        contents: BenchmarkContents,
+        loaded: LoadedBenchmark,
         plans: Sequence[UnitPlan],
         writer: BackgroundStoreWriter | None = None,
     ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
@@ -248,6 +265,7 @@ class BenchmarkRunner:
         Returns each document's (raw key, sha256 of its bytes) and the documents that could
         not be stored, with why.
         """
+        contents = loaded.contents
         keys: dict[str, tuple[str, str]] = {}
         errors: dict[str, str] = {}
         for plan in plans:
@@ -269,7 +287,8 @@ class BenchmarkRunner:
                     errors[document.document_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("document %s could not be stored: %s", document.document_id, exc)
                     continue
-                keys[document.document_id] = (key, hashlib.sha256(data).hexdigest())
+                known = loaded.document_sha256.get(document.document_id)
+                keys[document.document_id] = (key, known or hashlib.sha256(data).hexdigest())
         if writer is not None:
             writer.flush()
         return keys, errors
@@ -357,12 +376,20 @@ class BenchmarkRunner:
         return outcomes
 
     async def run(self) -> EvaluationReport:
-        """Load the benchmark, evaluate the recipe and write `report.json` to the output dir."""
+        """Load the benchmark and evaluate the recipe (nothing is written but the documents to
+        the object store and the journal; `heta_eval.evaluate` writes and tracks reports)."""
         return await self.evaluate(await self.load())
 
-    async def evaluate(self, contents: BenchmarkContents) -> EvaluationReport:
-        """Build, query and score what `load()` returned; write `report.json`."""
+    async def evaluate(
+        self,
+        loaded: LoadedBenchmark,
+        *,
+        identity: RunIdentity | None = None,
+        tracking: TrackingRef | None = None,
+    ) -> EvaluationReport:
+        """Build, query and score what `load()` returned, into a report."""
         started_at = datetime.now(UTC)
+        contents = loaded.contents
         manifest = contents.manifest
         plans = self._plan(contents)
         log.info(
@@ -380,7 +407,7 @@ class BenchmarkRunner:
         writer = self._document_writer(plans)
         try:
             with self.progress.stage("documents", _document_count(plans), "documents") as stage:
-                keys, document_errors = self._write_documents(contents, plans, writer)
+                keys, document_errors = self._write_documents(loaded, plans, writer)
                 stage.advance(len(keys) + len(document_errors))
             write_seconds = time.perf_counter() - clock
             kb_name = f"{manifest.name}-{self.recipe.name}"
@@ -396,9 +423,7 @@ class BenchmarkRunner:
             for evaluator in self.evaluators:
                 # Evaluators holding connections (an LLM judge) release them with this run's
                 # loop.
-                closer = getattr(evaluator, "aclose", None)
-                if closer is not None:
-                    await closer()
+                await evaluator.aclose()
             evaluate_seconds = time.perf_counter() - clock - write_seconds
             background_seconds = None
             if writer is not None:
@@ -424,13 +449,13 @@ class BenchmarkRunner:
             if kb_manifest is not None:
                 kb_manifests.append(kb_manifest)
             unit_rows.append(
-                {
-                    "unit_id": unit_id,
-                    "documents": len(plan.documents),
-                    "cases": len(plan.cases),
-                    "build_seconds": kb_manifest.build_seconds if kb_manifest else None,
-                    "build_failed": kb_manifest is None,
-                }
+                UnitFacts(
+                    unit_id=unit_id,
+                    documents=len(plan.documents),
+                    cases=len(plan.cases),
+                    build_seconds=kb_manifest.build_seconds if kb_manifest else None,
+                    build_failed=kb_manifest is None,
+                )
             )
         metric_names = [e.name for e in self.evaluators]
         summary, details = summarize(
@@ -454,18 +479,20 @@ class BenchmarkRunner:
             case_results=tuple(results),
             started_at=started_at,
             finished_at=datetime.now(UTC),
-            metadata={
-                "run_units": unit_rows,
-                "document_keys": {doc: key for doc, (key, _) in keys.items()},
-                "document_errors": document_errors,
-                "evaluators": metric_names,
-                "top_k": self.top_k,
-                "limit": self.settings.limit,
-                "seed": self.settings.seed,
-                "workers": self.settings.workers,
-                "cache": self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
-                "resumed_cases": len(journaled),
-                "timings_seconds": {
+            run=RunFacts(
+                identity=identity,
+                evaluators=tuple(metric_names),
+                top_k=self.top_k,
+                limit=self.settings.limit,
+                seed=self.settings.seed,
+                workers=self.settings.workers,
+                run_units=tuple(unit_rows),
+                document_keys={doc: key for doc, (key, _) in keys.items()},
+                document_errors=document_errors,
+                cache=self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
+                resumed_cases=len(journaled),
+                retried_cases=self.journal.retried if self.journal else 0,
+                timings_seconds={
                     # On the critical path; with a writer process, the time spent queuing
                     # the bytes and waiting for it at the end.
                     "write_documents": write_seconds,
@@ -479,15 +506,16 @@ class BenchmarkRunner:
                     "score": sum(r.scoring_seconds or 0.0 for r in fresh.values()),
                     "build_query_score": evaluate_seconds,
                 },
-                "cases": {
-                    "total": len(contents.cases),
-                    "evaluated": sum(len(p.cases) for p in plans),
-                    "failed": sum(1 for r in results if r.error is not None),
-                    "scored": sum(1 for r in results if r.error is None),
-                },
-            },
+                cases=CaseCounts(
+                    total=len(contents.cases),
+                    evaluated=sum(len(p.cases) for p in plans),
+                    failed=sum(1 for r in results if r.error is not None),
+                    scored=sum(1 for r in results if r.error is None),
+                ),
+                output_dir=str(self.settings.output_dir),
+                tracking=tracking or TrackingRef(),
+            ),
         )
-        report.write_json(self.settings.output_dir / "report.json")
         if self.journal is not None:
             self.journal.close()
         return report

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from heta_eval.records._base import Record
+
+if TYPE_CHECKING:
+    from heta_eval.protocol import BenchmarkProtocol
 
 
 class RunnerSettings(Record):
@@ -64,3 +67,9 @@ class RunnerSettings(Record):
         description="fail the run (exit 1, MLflow FAILED, report kept) when more than this "
         "fraction of case results failed; null: never",
     )
+
+
+def resolve_top_k(settings: RunnerSettings, benchmark: BenchmarkProtocol) -> int:
+    """How deep to retrieve: `runner.top_k`, else the benchmark's scoring policy
+    (`default_top_k`). The one place this is decided."""
+    return settings.top_k or int(benchmark.default_top_k)

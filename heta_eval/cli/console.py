@@ -36,7 +36,7 @@ def summary_table(report: EvaluationReport) -> Table:
 
 def cache_line(report: EvaluationReport) -> str:
     """What the build and response caches did, from the report's `cache` metadata."""
-    cache = report.metadata.get("cache") or {}
+    cache = report.run.cache
     mode = cache.get("mode", "off")
     if mode == "off":
         return "cache: off"
@@ -54,8 +54,22 @@ def cache_line(report: EvaluationReport) -> str:
     )
 
 
-def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> None:
+def reuse_line(report: EvaluationReport) -> str | None:
+    """Which earlier evaluation a reused result comes from, or None for a fresh one."""
+    source = report.run.reused_from
+    if source is None:
+        return None
+    when = source.finished_at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    where = f", tracking run {source.tracking_run_id}" if source.tracking_run_id else ""
+    return (
+        f"reused the result evaluated on {when} (report {source.report_id[:12]}{where}): same "
+        "configuration, data and code; runner.resume=false evaluates again"
+    )
+
+
+def print_summary(report: EvaluationReport) -> None:
     """Print the summary table, where the report is, and how to see the tracked run."""
+    run_dir = report.run.output_dir or "."
     console = Console()
     if not console.is_terminal:
         # Logs and CI have no terminal width; don't squeeze metric names into 80 columns.
@@ -72,21 +86,29 @@ def print_summary(report: EvaluationReport, *, run_dir: str, tracking: str) -> N
         f"{evaluated} case results ({failed} failed) · "
         f"{len(kbs)} knowledge base(s): {len(built)} built in {build:.2f}s{loaded}"
     )
-    resumed = report.metadata.get("resumed_cases") or 0
+    reused = reuse_line(report)
+    if reused:
+        console.print(reused, soft_wrap=True)
+    resumed = report.run.resumed_cases
     if resumed:
         console.print(f"{resumed} case results taken from the journal of an interrupted run")
+    if report.run.retried_cases:
+        console.print(
+            f"{report.run.retried_cases} failed case results of an earlier attempt retried"
+        )
     console.print(cache_line(report), soft_wrap=True)
     print_document_errors(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
     if (Path(run_dir) / "report.html").is_file():
         console.print(f"html report: {run_dir}/report.html", soft_wrap=True)
-    console.print(f"tracking: {tracking}", soft_wrap=True)
+    tracking = report.run.tracking
+    console.print(f"tracking: {tracking.where or tracking.run_id or 'disabled'}", soft_wrap=True)
 
 
 def print_document_errors(console: Console, report: EvaluationReport, shown: int = 5) -> None:
     """Name the documents that could not be stored or indexed, and why (the first few)."""
-    errors = dict(report.metadata.get("document_errors") or {})
+    errors = dict(report.run.document_errors)
     for manifest in report.knowledge_base_manifests:
         errors.update(manifest.document_errors)
     if not errors:

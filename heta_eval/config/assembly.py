@@ -1,5 +1,8 @@
 """Turn a composed Hydra config into validated, ready-to-run components.
 
+`config_hash` digests what shapes the results (not paths, progress, caches or tracking): the
+configuration part of a run's identity.
+
 Everything here is cheap (no MLflow, no index building), so a bad config fails in well
 under two seconds and before any tracking run exists.
 """
@@ -17,14 +20,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError, MissingMandatoryValue
 from pydantic import ValidationError
 
-from heta_eval.components import ComponentError, instantiate
-from heta_eval.journal import CaseJournal
+from heta_eval.config.components import ComponentError, instantiate
+from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
-from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
-from heta_eval.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
-from heta_eval.runner_settings import RunnerSettings
-from heta_eval.secrets import mask_secrets
+from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
+from heta_eval.run.journal import CaseJournal
+from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
+from heta_eval.run.settings import RunnerSettings, resolve_top_k
+from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +64,14 @@ class RunComponents:
     recipe: RecipeLike
     evaluators: tuple[BenchmarkEvaluatorProtocol, ...]
     settings: RunnerSettings
-    tracker: Any
+    tracker: Tracker
     resolved: dict[str, Any]
     config_hash: str
+
+    @property
+    def top_k(self) -> int:
+        """How deep this run retrieves (`runner.top_k`, else the benchmark's default)."""
+        return resolve_top_k(self.settings, self.benchmark)
 
     def runner(self, journal: CaseJournal | None = None) -> BenchmarkRunner:
         """A runner over these components (with the build cache the settings ask for)."""
@@ -179,7 +188,7 @@ def check_combinations(
                 f"optimized_metric: {metric!r} is not a score this run produces "
                 f"({{runner.query_modes}}.{{evaluator name}}); available: {produced}"
             )
-    top_k = settings.top_k or int(getattr(benchmark, "default_top_k", 10))
+    top_k = resolve_top_k(settings, benchmark)
     deeper = [
         e.name for e in evaluators if isinstance(k := getattr(e, "k", None), int) and k > top_k
     ]
@@ -204,6 +213,13 @@ def assemble(cfg: DictConfig) -> RunComponents:
     except ValidationError as exc:
         raise ConfigError(_describe("runner", exc)) from None
     benchmark = create_component("benchmark", resolved["benchmark"])
+    missing = missing_members(benchmark, BenchmarkProtocol)
+    if missing:
+        raise ConfigError(
+            f"benchmark: {type(benchmark).__name__} lacks {missing} of the benchmark protocol "
+            "(heta_eval.protocol.BenchmarkProtocol; subclass BenchmarkAdapter for the defaults "
+            "of default_top_k and slice_by)"
+        )
     recipe_spec = dict(resolved["recipe"])
     if not str(recipe_spec.get("_target_", "")).strip():
         raise ConfigError("recipe: expected a mapping with a _target_")
@@ -215,7 +231,20 @@ def assemble(cfg: DictConfig) -> RunComponents:
             f"got {type(recipe).__name__}"
         )
     evaluators = _evaluators(resolved["evaluator"], benchmark)
+    for evaluator in evaluators:
+        missing = missing_members(evaluator, BenchmarkEvaluatorProtocol)
+        if missing:
+            raise ConfigError(
+                f"evaluator: {type(evaluator).__name__} lacks {missing} of the evaluator "
+                "protocol (heta_eval.protocol.BenchmarkEvaluatorProtocol; subclass Evaluator "
+                "for the default aclose)"
+            )
     tracker = create_component("tracking", resolved["tracking"])
+    if not isinstance(tracker, Tracker):
+        raise ConfigError(
+            f"tracking: _target_ must create a Tracker (heta_eval.tracking.base.Tracker), "
+            f"got {type(tracker).__name__}"
+        )
     try:
         modes = check_run_arguments(recipe, evaluators, settings)
     except BenchmarkError as exc:

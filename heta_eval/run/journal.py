@@ -30,18 +30,24 @@ class CaseJournal:
 
     Each line is flushed as it is written, so a run killed at any moment leaves every
     finished result on disk; a torn last line (the kill came mid-write) is cut off when the
-    journal is read again. The first line names the configuration hash; a journal written
-    for another configuration is never reused.
+    journal is read again. The first line names the run's identity; a journal written for
+    another identity is never reused.
+
+    Only final results are replayed: a result that failed (a build, a query or an evaluator
+    raised, often for a reason of the environment: a read-only directory, an endpoint that
+    was down) is evaluated again on resume; `retried` counts them after `read`.
     """
 
-    def __init__(self, path: Path, config_hash: str) -> None:
+    def __init__(self, path: Path, identity: str) -> None:
         self.path = path
-        self.config_hash = config_hash
+        self.identity = identity
+        self.retried = 0
         self._handle: IO[str] | None = None
 
     def read(self) -> tuple[dict[CaseKey, EvaluationCaseResult], dict[str, KnowledgeBaseManifest]]:
-        """Finished results and unit manifests recorded so far (empty for a new journal)."""
+        """Final results and unit manifests recorded so far (empty for a new journal)."""
         results: dict[CaseKey, EvaluationCaseResult] = {}
+        failed: set[CaseKey] = set()
         units: dict[str, KnowledgeBaseManifest] = {}
         if not self.path.is_file():
             return results, units
@@ -51,14 +57,16 @@ class CaseJournal:
                 try:
                     line = json.loads(raw)
                     if number == 0:
-                        if line.get("config_hash") != self.config_hash:
-                            log.warning(
-                                "%s belongs to another configuration; starting over", self.path
-                            )
+                        if line.get("identity") != self.identity:
+                            log.warning("%s belongs to another run; starting over", self.path)
                             return {}, {}
                     elif line["kind"] == "case":
                         result = EvaluationCaseResult.model_validate(line["result"])
-                        results[case_key(result)] = result
+                        if result.error is None:
+                            results[case_key(result)] = result
+                            failed.discard(case_key(result))
+                        else:
+                            failed.add(case_key(result))
                     elif line["kind"] == "unit":
                         units[line["unit_id"]] = KnowledgeBaseManifest.model_validate(
                             line["manifest"]
@@ -73,6 +81,9 @@ class CaseJournal:
             handle.truncate(good_bytes)
         if good_bytes == 0:
             self.path.unlink()
+        self.retried = len(failed)
+        if failed:
+            log.info("resuming: %d failed case results are evaluated again", len(failed))
         return results, units
 
     def _write(self, lines: Iterable[dict]) -> None:
@@ -85,7 +96,7 @@ class CaseJournal:
                 fresh = not self.path.is_file() or self.path.stat().st_size == 0
                 self._handle = self.path.open("a", encoding="utf-8")
                 if fresh:
-                    self._handle.write(json.dumps({"config_hash": self.config_hash}) + "\n")
+                    self._handle.write(json.dumps({"identity": self.identity}) + "\n")
             for line in lines:
                 self._handle.write(line + "\n")
             self._handle.flush()

@@ -1,0 +1,137 @@
+"""The `heta-eval` command: a Hydra app that evaluates a recipe on a benchmark."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import sys
+from typing import TYPE_CHECKING
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from heta_eval.config import config_dir
+
+# The runner, the engine and pydantic are imported when a run starts, not for --help.
+if TYPE_CHECKING:
+    from heta_eval.records import EvaluationReport
+
+log = logging.getLogger("heta_eval")
+
+
+def run(cfg: DictConfig) -> EvaluationReport | None:
+    """Validate `cfg`, evaluate, track, and return the report (raises ConfigError early);
+    with `runner.dry_run`, print the plan instead and return None."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from heta_eval.cli.console import print_summary
+    from heta_eval.config.assembly import assemble
+    from heta_eval.config.hydra_outputs import scrub_hydra_outputs
+    from heta_eval.run.lifecycle import evaluate
+    from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
+
+    hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_cfg is not None:
+        scrub_hydra_outputs(cfg, hydra_cfg)
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        check_search_objective(cfg, hydra_cfg)
+    components = assemble(cfg)
+    if components.settings.dry_run:
+        from heta_eval.run.plan import dry_run
+
+        dry_run(components)
+        return None
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    parent = sweep_id = None
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        parent = parent_run_id(hydra_cfg.sweep.dir)
+        sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
+    overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
+    report = evaluate(
+        components=components, overrides=overrides, parent_run_id=parent, sweep_id=sweep_id
+    )
+    print_summary(report)
+    return report
+
+
+def check_search_objective(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """A search sweeper (Optuna) needs `optimized_metric`; refuse before the first trial."""
+    from heta_eval.config.assembly import ConfigError
+
+    target = str(OmegaConf.select(hydra_cfg, "sweeper._target_", default="") or "")
+    if "optuna" in target.lower() and not cfg.get("optimized_metric"):
+        raise ConfigError(
+            "optimized_metric: a value is required by the hyperparameter search "
+            f"(hydra.sweeper: {target}); set optimized_metric={{query_mode}}.{{metric}}, "
+            "e.g. optimized_metric=bm25.ndcg@10"
+        )
+
+
+def objective(report: EvaluationReport | None, metric: str | None) -> float | None:
+    """The value a hyperparameter sweeper optimises: `optimized_metric` of the summary."""
+    if not metric or report is None:
+        return None
+    if metric not in report.score_summary:
+        from heta_eval.config.assembly import ConfigError
+
+        raise ConfigError(
+            f"optimized_metric: {metric!r} is not in the score summary; "
+            f"available: {sorted(report.score_summary)}"
+        )
+    return report.score_summary[metric]
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def _hydra_main(cfg: DictConfig) -> float | None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from heta_eval.benchmarks.download import DownloadError
+    from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+    from heta_eval.config.assembly import ConfigError
+    from heta_eval.run.failures import FailureRateExceededError
+    from heta_eval.run.runner import BenchmarkError
+
+    try:
+        return objective(run(cfg), cfg.get("optimized_metric"))
+    except ConfigError as exc:
+        print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(2)
+    except OSError as exc:
+        if exc.errno not in _DISK_FULL:
+            raise
+        # A full disk or a file size limit: say which file; what was finished stays valid.
+        print(f"heta-eval: {describe_write_error(exc)}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
+    except (BenchmarkError, BenchmarkDataError, DownloadError, FailureRateExceededError) as exc:
+        # Data problems are the user's to fix; a traceback would hide the message.
+        print(f"heta-eval: {exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
+
+
+_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def describe_write_error(exc: OSError) -> str:
+    """`cannot write FILE: No space left on device ...` for a failed write."""
+    where = exc.filename or "a file"
+    return (
+        f"cannot write {where}: {exc.strerror} (disk full or file size limit); "
+        "results finished before it are kept: free space and run again to resume"
+    )
+
+
+def main() -> None:
+    """Console entry point of `heta-eval` (`--info` lists the options, before Hydra starts)."""
+    if "--info" in sys.argv[1:]:
+        from heta_eval.cli.info import main as info
+
+        sys.exit(info(config_dir()))
+    _hydra_main()

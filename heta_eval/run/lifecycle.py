@@ -1,0 +1,244 @@
+"""One run, start to end: lock, identity, reuse or resume, evaluation, artifacts, tracking.
+
+`evaluate()` is the library's entry point and what the CLI and every sweep job call. The
+order of a run:
+
+1. the tracker connects in a background thread (importing MLflow and opening its store is
+   most of a small run's overhead) while the benchmark loads;
+2. under a lock per configuration and code, the benchmark is loaded and its content digested:
+   with the configuration and code digests this is the run's identity;
+3. a finished evaluation of the same identity, whose report proves itself and has no failed
+   case, is reused: a new tracking run (a child of the sweep's parent in a sweep) gets the
+   same metrics and artifacts, tagged with where they come from, and the terminal says so;
+4. otherwise the journal of this identity is resumed (final results replayed, failed ones
+   evaluated again) or a fresh evaluation starts, tracked from its start;
+5. report.json, report.html and config.resolved.yaml are written once, logged, and the
+   completion marker records the identity and the report's digest;
+6. `runner.max_failure_rate` is checked, for evaluated and reused results alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from heta_eval import __version__
+from heta_eval.async_run import run_sync
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from heta_eval.config.assembly import RunComponents
+    from heta_eval.records import EvaluationReport, RunIdentity
+    from heta_eval.run.state import CompletionMarker, RunState
+
+log = logging.getLogger("heta_eval")
+
+# Overrides that say where things go, not what is evaluated; left out of run names.
+_NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir")
+REUSED_TAG = "heta_eval.reused_from.run_id"
+
+
+def evaluate(
+    config: DictConfig | None = None,
+    *,
+    overrides: Sequence[str] = (),
+    components: RunComponents | None = None,
+    parent_run_id: str | None = None,
+    sweep_id: str | None = None,
+) -> EvaluationReport:
+    """Evaluate a recipe on a benchmark and return the `EvaluationReport`.
+
+    Give one of: `config`, a composed config (the CLI passes Hydra's); `overrides`, Hydra
+    overrides composed with the packaged `conf/` (`["benchmark=beir", "runner.top_k=10"]`);
+    or `components`, already created (`heta_eval.config.assembly.assemble`). The report's
+    `run` says where it was written, its tracking run and, when an identical earlier
+    evaluation was reused, which one. Raises `ConfigError` before any work for a bad
+    config and `FailureRateExceededError` (after writing and tracking the report) when
+    more case results failed than `runner.max_failure_rate` allows.
+    """
+    from heta_eval.config.assembly import assemble
+    from heta_eval.config.secrets import mask_override
+
+    if components is None:
+        if config is None:
+            from heta_eval.config.compose import compose_config
+
+            config = compose_config(overrides)
+        components = assemble(config)
+    shown = [mask_override(o) for o in overrides]  # they become tags and the run name
+    lifecycle = RunLifecycle(components, shown, parent_run_id, sweep_id)
+    return run_sync(lifecycle.run())
+
+
+class RunLifecycle:
+    """The one path a run takes; see the module docstring for its steps."""
+
+    def __init__(
+        self,
+        components: RunComponents,
+        overrides: Sequence[str] = (),
+        parent_run_id: str | None = None,
+        sweep_id: str | None = None,
+    ) -> None:
+        self.components = components
+        self.overrides = list(overrides)
+        self.parent_run_id = parent_run_id
+        self.sweep_id = sweep_id
+        self.settings = components.settings
+        self.tracker = components.tracker
+
+    async def run(self) -> EvaluationReport:
+        """Evaluate, or reuse, and track; return the report."""
+        from heta_eval.run.identity import components_code_digest, run_identity
+        from heta_eval.run.state import RunState, configuration_lock
+
+        connecting = threading.Thread(
+            target=self.tracker.connect, name="tracker-connect", daemon=True
+        )
+        connecting.start()
+        code = components_code_digest(self.components)
+        lock_key = hashlib.sha256(f"{self.components.config_hash}:{code}".encode()).hexdigest()
+        with configuration_lock(self.settings.state_dir, lock_key[:24]):
+            runner = self.components.runner()
+            loaded = await runner.load()
+            identity = run_identity(self.components.config_hash, loaded.data_digest, code)
+            state = RunState(self.settings.state_dir, identity)
+            if not self.settings.resume:
+                state.reset()
+            completed = state.completed()
+            connecting.join()
+            if completed is not None:
+                marker, previous = completed
+                if not previous.failed_cases:
+                    return self._reuse(marker, previous)
+                log.info(
+                    "the finished run of this configuration has %d failed case results; "
+                    "evaluating them again",
+                    len(previous.failed_cases),
+                )
+                state.forget_completion()
+            return await self._evaluate(runner, loaded, identity, state)
+
+    # -- evaluating -----------------------------------------------------------------------
+
+    async def _evaluate(
+        self, runner: Any, loaded: Any, identity: RunIdentity, state: RunState
+    ) -> EvaluationReport:
+        from heta_eval.records import TrackingRef
+        from heta_eval.run.artifacts import write_run_artifacts
+        from heta_eval.run.failures import check_failure_rate
+
+        journal = state.journal()
+        runner.journal = journal
+        previous = state.tracking_run(self.tracker.uri)
+        if previous is None or not self.tracker.resume(previous):
+            self._start_tracking()
+            state.save_tracking_run(self.tracker.uri, self.tracker.run_id)
+        tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)
+        try:
+            report = await runner.evaluate(loaded, identity=identity, tracking=tracking)
+            paths = write_run_artifacts(report, self.settings.output_dir, self.components.resolved)
+            self.tracker.log_report(report, paths)
+            state.mark_completed(paths["report"], report, self.tracker.run_id)
+            check_failure_rate(report, self.settings.max_failure_rate)
+        except BaseException:
+            with contextlib.suppress(OSError):  # the error being raised says more
+                journal.close()
+            self.tracker.end("FAILED")
+            raise
+        self.tracker.end("FINISHED")
+        return self._with_where(report)
+
+    # -- reusing ----------------------------------------------------------------------------
+
+    def _reuse(self, marker: CompletionMarker, previous: EvaluationReport) -> EvaluationReport:
+        """The same identity finished before: the same result, tracked as a run of its own."""
+        from heta_eval.records import ReusedFrom, TrackingRef
+        from heta_eval.run.artifacts import write_run_artifacts
+        from heta_eval.run.failures import check_failure_rate
+
+        source = ReusedFrom(
+            report_id=marker.report_id,
+            finished_at=marker.finished_at,
+            tracking_uri=marker.tracking_uri,
+            tracking_run_id=marker.tracking_run_id,
+        )
+        log.info(
+            "already evaluated on %s (report %s, tracking run %s) with the same configuration, "
+            "data and code: reusing that result (runner.resume=false evaluates again)",
+            marker.finished_at.isoformat(timespec="seconds"),
+            marker.report_id,
+            marker.tracking_run_id,
+        )
+        tags = {
+            REUSED_TAG: marker.tracking_run_id or "",
+            "heta_eval.reused_from.report_id": marker.report_id,
+            "heta_eval.reused_from.finished_at": marker.finished_at.isoformat(),
+        }
+        self._start_tracking(tags)
+        run = previous.run.model_copy(
+            update={
+                "output_dir": str(self.settings.output_dir),
+                "tracking": TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id),
+                "reused_from": source,
+            }
+        )
+        report = previous.model_copy(update={"run": run})
+        try:
+            paths = write_run_artifacts(report, self.settings.output_dir, self.components.resolved)
+            self.tracker.log_report(report, paths)
+            check_failure_rate(report, self.settings.max_failure_rate)
+        except BaseException:
+            self.tracker.end("FAILED")
+            raise
+        self.tracker.end("FINISHED")
+        return self._with_where(report)
+
+    # -- tracking ---------------------------------------------------------------------------
+
+    def _start_tracking(self, extra_tags: Mapping[str, str] | None = None) -> None:
+        manifest = self.components.benchmark.manifest
+        run_name = f"{manifest.name}/{self.components.recipe.name}"
+        shown = [o for o in self.overrides if not o.lstrip("+~").startswith(_NOT_IN_RUN_NAME)]
+        if shown:
+            run_name += " " + ",".join(shown)
+        self.tracker.start(
+            run_name=run_name,
+            config=self.components.resolved,
+            tags={**self._tags(), **(extra_tags or {})},
+            parent_run_id=self.parent_run_id,
+        )
+
+    def _tags(self) -> dict[str, str]:
+        from heta_eval.code_identity import git_commit
+
+        components = self.components
+        manifest = components.benchmark.manifest
+        tags = {
+            "heta_eval.version": __version__,
+            "heta_eval.config_hash": components.config_hash,
+            "benchmark.name": manifest.name,
+            "benchmark.version": manifest.version,
+            "benchmark.split": manifest.split,
+            "benchmark.build_scope": manifest.build_scope,
+            "recipe.name": components.recipe.name,
+            "heta_eval.overrides": " ".join(self.overrides),
+        }
+        if self.sweep_id:
+            tags["heta_eval.sweep_id"] = self.sweep_id
+        commit = git_commit()
+        if commit:
+            tags["mlflow.source.git.commit"] = commit
+        return tags
+
+    def _with_where(self, report: EvaluationReport) -> EvaluationReport:
+        """The returned report says how to open its tracking run (never written to files)."""
+        tracking = report.run.tracking.model_copy(update={"where": self.tracker.describe()})
+        return report.model_copy(
+            update={"run": report.run.model_copy(update={"tracking": tracking})}
+        )
