@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parent
 # Libraries whose code changes scores or built knowledge bases (tokenisers, stemmers, PDF
 # text, embeddings, bootstrap statistics); "absent" counts as a version.
 RESULT_SHAPING_PACKAGES = (

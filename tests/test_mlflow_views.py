@@ -218,7 +218,7 @@ def test_load_runs_explains_what_is_missing(store: dict[str, Any], tmp_path: Pat
 def _runs_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     return subprocess.run(
-        [sys.executable, "-m", "heta_eval.tracking.runs_frame", *args],
+        [sys.executable, "-m", "heta_eval.cli.runs", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from heta_eval.config import config_dir
 
@@ -31,11 +31,12 @@ def compose_config(
         config_dir=str(directory or config_dir()), version_base="1.3", job_name="heta_eval"
     ):
         cfg = compose(config_name, overrides=list(overrides), return_hydra_config=True)
-    with open_dict(cfg):
+    with read_write(cfg.hydra), open_dict(cfg.hydra):
         cfg.hydra.runtime.cwd = os.getcwd()
-        HydraConfig.instance().set_config(cfg)
-        run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir")))
-        cfg.hydra.runtime.output_dir = str(run_dir.resolve())
+    HydraConfig.instance().set_config(cfg)  # `hydra.run.dir` may use ${hydra:...}
+    run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).resolve()
+    with read_write(cfg.hydra), open_dict(cfg.hydra):
+        cfg.hydra.runtime.output_dir = str(run_dir)
     HydraConfig.instance().set_config(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     return cfg

@@ -47,9 +47,10 @@ class DataDigest:
         else:
             content = None
         self.document_sha256[document.document_id] = content
-        fields = document.model_dump_json(include={"document_id", "name", "media_type"})
         source = content or f"uri:{document.source_uri}"
-        self._add(b"document ", f"{fields} {source} {_metadata(document.metadata)}")
+        metadata = _metadata(document.metadata) if document.metadata else ""
+        fields = (document.document_id, document.name, document.media_type, source, metadata)
+        self._add(b"document ", "\0".join(fields))
         return document
 
     def case(self, case: BenchmarkCase) -> BenchmarkCase:

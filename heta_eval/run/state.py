@@ -53,18 +53,13 @@ class TrackingMarker(Record):
     run_id: str
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    """Put `source`'s bytes at `target` atomically: a hard link when the file system allows
-    (reports are replaced by rename, never rewritten in place, so a link stays whole)."""
+def _copy_atomically(source: Path, target: Path) -> None:
+    """Put a copy of `source` at `target` through a temporary name (never half a file)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
-    os.unlink(tmp)
     try:
-        try:
-            os.link(source, tmp)
-        except OSError:
-            shutil.copyfile(source, tmp)
+        shutil.copyfile(source, tmp)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -164,9 +159,10 @@ class RunState:
     def mark_completed(
         self, report_path: Path, report: EvaluationReport, tracking_run_id: str | None
     ) -> None:
-        """Keep the state's own copy of the report and record that this identity finished."""
+        """Keep the state's own copy of the report (run directories may be shared, edited or
+        removed) and record that this identity finished."""
         kept = self.directory / REPORT
-        _link_or_copy(report_path, kept)
+        _copy_atomically(report_path, kept)
         marker = CompletionMarker(
             identity=self.identity,
             report_id=report.report_id,

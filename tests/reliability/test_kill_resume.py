@@ -130,12 +130,19 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     (state,) = (root / "state").glob("*/done.json")
     journal = state.parent / "journal.jsonl"
 
-    # The completion marker points at a torn report: evaluated again (from the journal).
+    # A torn report in the run directory does not matter: the state keeps its own copy.
     text = first.report_path.read_text()
     first.report_path.write_text(text[: len(text) // 2])
+    reused = run_cli(root, tmp_path, *ARGS)
+    assert reused.returncode == 0 and "already evaluated" in reused.stdout + reused.stderr
+    _assert_same(EvaluationReport.read_json(reused.report_path), reference)
+
+    # The state's copy torn: not the report it wrote, evaluated again (from the journal).
+    kept = state.parent / "report.json"
+    kept.write_text(kept.read_text()[: len(text) // 2])
     again = run_cli(root, tmp_path, *ARGS)
     assert again.returncode == 0, again.stderr
-    assert "unreadable" in again.stdout + again.stderr
+    assert "is not the one it wrote" in again.stdout + again.stderr
     assert "already evaluated" not in again.stdout + again.stderr
     report = EvaluationReport.read_json(again.report_path)
     assert report.run.resumed_cases == 12

@@ -276,3 +276,7 @@ def test_the_members_the_runner_relies_on_are_declared() -> None:
         assert f'getattr(evaluator, "{member}"' not in source
         assert f'getattr(tracker, "{member}"' not in source
     assert "report.metadata" not in source
+    # The code identity digests exactly the package's modules.
+    from heta_eval import code_identity
+
+    assert code_identity.PACKAGE_ROOT == REPO / "heta_eval"

@@ -44,7 +44,7 @@ def _quick_client(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _sync(root: Path, *args: str) -> Finished:
     proc = subprocess.run(
-        [sys.executable, "-m", "heta_eval.tracking.sync", "--root", str(root), *args],
+        [sys.executable, "-m", "heta_eval.cli.sync", "--root", str(root), *args],
         env=cli_env(),
         capture_output=True,
         text=True,

@@ -1,0 +1,63 @@
+"""`heta-eval-runs`: the runs of an experiment or a sweep as a table (or a file)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from heta_eval.tracking.runs_frame import (
+    RunsError,
+    default_columns,
+    load_runs,
+    print_frame,
+    select_columns,
+    write_frame,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`heta-eval-runs`: print (or write) the runs of an experiment or sweep as a table."""
+    parser = argparse.ArgumentParser(
+        prog="heta-eval-runs",
+        description="The runs of an MLflow experiment or of one sweep, one row per run.",
+    )
+    parser.add_argument("--experiment", default="heta_eval", help="MLflow experiment name")
+    parser.add_argument("--sweep", help="a sweep id (tag heta_eval.sweep_id) or sweep directory")
+    parser.add_argument(
+        "--root", default="outputs", help="paths.root of the runs (store ROOT/mlflow.db)"
+    )
+    parser.add_argument("--tracking-uri", help="MLflow tracking URI (overrides --root)")
+    parser.add_argument(
+        "--output", "-o", type=Path, help="write all columns to .csv/.parquet/.json"
+    )
+    parser.add_argument(
+        "--columns", nargs="+", metavar="PATTERN", help="columns to print (shell patterns)"
+    )
+    parser.add_argument(
+        "--include-sweep-parents", action="store_true", help="also list sweep parent runs"
+    )
+    args = parser.parse_args(argv)
+    try:
+        frame = load_runs(
+            args.experiment,
+            sweep_id=args.sweep,
+            tracking_uri=args.tracking_uri,
+            root=args.root,
+            include_sweep_parents=args.include_sweep_parents,
+        )
+        if args.output is not None:
+            path = write_frame(frame, args.output)
+            print(f"{len(frame)} runs, {len(frame.columns)} columns written to {path}")
+            return 0
+    except RunsError as exc:
+        print(f"heta-eval-runs: {exc}", file=sys.stderr)
+        return 2
+    columns = select_columns(frame, args.columns) if args.columns else default_columns(frame)
+    print_frame(frame, columns)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

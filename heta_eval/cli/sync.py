@@ -1,0 +1,75 @@
+"""`heta-eval-sync`: upload what runs kept in their tracking outbox."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from heta_eval.tracking.sync import sync
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point of `heta-eval-sync`; exit 0 when nothing is left to upload."""
+    parser = argparse.ArgumentParser(
+        prog="heta-eval-sync",
+        description="Upload to MLflow the tracking data that runs kept in their outbox "
+        "while the tracking server was unreachable.",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("outputs"),
+        help="paths.root of the runs (default: ./outputs); entries are in ROOT/tracking_outbox",
+    )
+    parser.add_argument(
+        "--uri", default=None, help="tracking URI to upload to (default: the one each run used)"
+    )
+    parser.add_argument(
+        "--http-max-retries",
+        type=int,
+        default=None,
+        help="retries of each MLflow request (default: $MLFLOW_HTTP_REQUEST_MAX_RETRIES or 2)",
+    )
+    parser.add_argument(
+        "--http-timeout",
+        type=int,
+        default=None,
+        help="seconds per MLflow request (default: $MLFLOW_HTTP_REQUEST_TIMEOUT or 10)",
+    )
+    args = parser.parse_args(argv)
+    # MLflow's own defaults retry a dead server for minutes; bound them unless told.
+    for value, variable, default in (
+        (args.http_max_retries, "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+        (args.http_timeout, "MLFLOW_HTTP_REQUEST_TIMEOUT", "10"),
+        (None, "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+    ):
+        if value is not None:
+            os.environ[variable] = str(value)
+        else:
+            os.environ.setdefault(variable, default)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    results, waiting = sync(args.root.expanduser().resolve(), args.uri)
+    failed = [r for r in results if r.error]
+    for result in results:
+        if result.error:
+            print(f"entry {result.entry_id}: NOT uploaded ({result.error}); run again later")
+        else:
+            what = ", ".join(result.uploaded) or "nothing new"
+            print(f"entry {result.entry_id} -> run {result.run_id}: {what}")
+    for entry in waiting:
+        print(
+            f"entry {entry.entry_id}: its run has not ended (still running, or interrupted: "
+            "rerun the evaluation to finish it)"
+        )
+    synced = len(results) - len(failed)
+    print(f"synced {synced} run(s), {len(failed)} failed, {len(waiting)} waiting")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
