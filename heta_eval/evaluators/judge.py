@@ -17,7 +17,7 @@ import re
 import string
 from pathlib import Path
 
-from heta_eval.evaluators.openai_client import (
+from heta_eval.endpoints.client import (
     EndpointError,
     MissingAPIKeyError,
     OpenAICompatibleClient,

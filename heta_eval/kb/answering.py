@@ -135,7 +135,7 @@ class LLMAnswerer:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 8,
     ) -> None:
-        from heta_eval.evaluators.openai_client import OpenAICompatibleClient
+        from heta_eval.endpoints.client import OpenAICompatibleClient
 
         missing = [f for f in ("{question}", "{context}") if f not in prompt]
         if missing:

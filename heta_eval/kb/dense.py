@@ -145,7 +145,7 @@ class SentenceTransformerEncoder:
 
 def _embeddings(data: Any) -> list[list[float]]:
     """`data[*].embedding` of an OpenAI embeddings response, in `index` order."""
-    from heta_eval.evaluators.openai_client import MalformedResponseError
+    from heta_eval.endpoints.client import MalformedResponseError
 
     items = data["data"]
     if not isinstance(items, list):
@@ -190,7 +190,7 @@ class OpenAIEmbeddingEncoder:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 4,
     ) -> None:
-        from heta_eval.evaluators.openai_client import OpenAICompatibleClient
+        from heta_eval.endpoints.client import OpenAICompatibleClient
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -230,7 +230,7 @@ class OpenAIEmbeddingEncoder:
                 body["dimensions"] = self.dimensions
             vectors = await self._client.request_json("/embeddings", body, _embeddings)
             if len(vectors) != len(part):
-                from heta_eval.evaluators.openai_client import EndpointError
+                from heta_eval.endpoints.client import EndpointError
 
                 raise EndpointError(
                     self._client.url("/embeddings"),

@@ -75,7 +75,7 @@ class EndpointReranker:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 8,
     ) -> None:
-        from heta_eval.evaluators.openai_client import OpenAICompatibleClient
+        from heta_eval.endpoints.client import OpenAICompatibleClient
 
         if top_n <= 0:
             raise ValueError(f"top_n must be positive, got {top_n}")
