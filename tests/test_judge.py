@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from heta_eval.components import instantiate
-from heta_eval.endpoints.client import (
+from heta_eval.endpoints import (
     EndpointError,
     OpenAICompatibleClient,
     parse_retry_after,

@@ -1,8 +1,8 @@
-"""The one OpenAI-compatible HTTP client, shared by every component that calls an endpoint:
-the LLM judge (evaluators), the LLM answerer, the endpoint reranker and the embeddings
-encoder (kb).
+"""The one OpenAI-compatible HTTP client and its settings, shared by every component that
+calls an endpoint: the LLM judge (evaluators), the LLM answerer, the endpoint reranker and
+the embeddings encoder (kb).
 
-Importing this package needs no third-party library; httpx is imported when a request is made.
+Importing this package needs pydantic only; httpx is imported when a request is made.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from heta_eval.endpoints.client import (
     chat_content,
     parse_retry_after,
 )
+from heta_eval.endpoints.settings import EndpointSettings
 
 __all__ = [
     "MAX_BACKOFF",
     "RETRY_AFTER_CAP",
     "EndpointError",
+    "EndpointSettings",
     "MalformedResponseError",
     "MissingAPIKeyError",
     "OpenAICompatibleClient",

@@ -22,6 +22,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from heta_eval.endpoints import (
+    EndpointError,
+    EndpointSettings,
+    MalformedResponseError,
+    OpenAICompatibleClient,
+)
 from heta_eval.json_cache import cache_directory, material_key, write_atomically
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.indexes import Hits
@@ -145,8 +151,6 @@ class SentenceTransformerEncoder:
 
 def _embeddings(data: Any) -> list[list[float]]:
     """`data[*].embedding` of an OpenAI embeddings response, in `index` order."""
-    from heta_eval.endpoints.client import MalformedResponseError
-
     items = data["data"]
     if not isinstance(items, list):
         raise MalformedResponseError("data is not a list")
@@ -190,18 +194,18 @@ class OpenAIEmbeddingEncoder:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 4,
     ) -> None:
-        from heta_eval.endpoints.client import OpenAICompatibleClient
-
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self._client = OpenAICompatibleClient(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_seconds=backoff_seconds,
-            max_concurrency=max_concurrency,
+        self._client = OpenAICompatibleClient.from_settings(
+            EndpointSettings(
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
+                backoff_seconds=backoff_seconds,
+                max_concurrency=max_concurrency,
+            )
         )
         self.base_url = self._client.base_url
         self.model = model
@@ -230,8 +234,6 @@ class OpenAIEmbeddingEncoder:
                 body["dimensions"] = self.dimensions
             vectors = await self._client.request_json("/embeddings", body, _embeddings)
             if len(vectors) != len(part):
-                from heta_eval.endpoints.client import EndpointError
-
                 raise EndpointError(
                     self._client.url("/embeddings"),
                     f"{len(vectors)} embeddings for {len(part)} inputs",
