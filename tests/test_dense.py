@@ -37,7 +37,7 @@ from heta_eval.kb import (
     LocalObjectStore,
     RawSource,
 )
-from heta_eval.kb.dense import (
+from heta_eval.kb.index.dense import (
     DenseIndex,
     OpenAIEmbeddingEncoder,
     SentenceTransformerEncoder,
@@ -342,7 +342,7 @@ def test_openai_encoder_batches_retries_and_serves_a_knowledge_base(
         spec["indexes"]["dense"].update(
             cache_dir=str(tmp_path / "emb"),
             encoder={
-                "_target_": "heta_eval.kb.dense.OpenAIEmbeddingEncoder",
+                "_target_": "heta_eval.kb.index.dense.OpenAIEmbeddingEncoder",
                 "base_url": server.base_url,
                 "model": "embed-test",
                 "api_key_env": "EMBED_KEY",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.kb.documents import Chunk, RawSource
-from heta_eval.kb.indexes import Hits, SearchIndex, persistable
+from heta_eval.kb.index.base import Hits, SearchIndex, persistable
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter

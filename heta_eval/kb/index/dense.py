@@ -30,7 +30,7 @@ from heta_eval.endpoints import (
 )
 from heta_eval.json_cache import cache_directory, material_key, write_atomically
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.indexes import Hits
+from heta_eval.kb.index.base import Hits
 
 log = logging.getLogger(__name__)
 

@@ -153,8 +153,8 @@ class MediaTypeParser:
 
     def __init__(self, parsers: Mapping[str, Parser] | None = None) -> None:
         if parsers is None:
-            from heta_eval.kb.markup import HtmlParser, MarkdownParser
-            from heta_eval.kb.tables import DelimitedTableParser, JsonRecordsParser
+            from heta_eval.kb.parsers.markup import HtmlParser, MarkdownParser
+            from heta_eval.kb.parsers.tables import DelimitedTableParser, JsonRecordsParser
 
             # First match wins: specific text types come before the `text/*` fallback.
             parsers = {
