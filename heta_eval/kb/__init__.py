@@ -13,16 +13,18 @@ if TYPE_CHECKING:
     from heta_eval.kb.index.bm25 import BM25Index
     from heta_eval.kb.index.fusion import ReciprocalRankFusion, WeightedScoreFusion
     from heta_eval.kb.knowledge_base import KnowledgeBase, UnknownQueryModeError
-    from heta_eval.kb.parsers.base import (
+    from heta_eval.kb.parsers import (
         SEGMENTS_MEDIA_TYPE,
+        DelimitedTableParser,
+        HtmlParser,
+        JsonRecordsParser,
+        MarkdownParser,
         MediaTypeParser,
         ParseError,
         PdfParser,
         PlainTextParser,
         SegmentsJsonParser,
     )
-    from heta_eval.kb.parsers.markup import HtmlParser, MarkdownParser
-    from heta_eval.kb.parsers.tables import DelimitedTableParser, JsonRecordsParser
     from heta_eval.kb.recipe import KnowledgeRecipe
     from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, ObjectStore
 
@@ -36,9 +38,12 @@ _MODULES = {
     "heta_eval.kb.documents": ("Chunk", "ParsedSource", "RawSource", "Segment"),
     "heta_eval.kb.index.fusion": ("ReciprocalRankFusion", "WeightedScoreFusion"),
     "heta_eval.kb.knowledge_base": ("KnowledgeBase", "UnknownQueryModeError"),
-    "heta_eval.kb.parsers.markup": ("HtmlParser", "MarkdownParser"),
-    "heta_eval.kb.parsers.base": (
+    "heta_eval.kb.parsers": (
         "SEGMENTS_MEDIA_TYPE",
+        "DelimitedTableParser",
+        "HtmlParser",
+        "JsonRecordsParser",
+        "MarkdownParser",
         "MediaTypeParser",
         "ParseError",
         "PdfParser",
@@ -47,7 +52,6 @@ _MODULES = {
     ),
     "heta_eval.kb.recipe": ("KnowledgeRecipe",),
     "heta_eval.kb.store": ("InvalidKeyError", "LocalObjectStore", "ObjectStore"),
-    "heta_eval.kb.parsers.tables": ("DelimitedTableParser", "JsonRecordsParser"),
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
