@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.evaluators import LLMJudge
 from heta_eval.kb import LLMAnswerer
-from heta_eval.kb.index.dense import OpenAIEmbeddingEncoder
+from heta_eval.kb.index.encoders import OpenAIEmbeddingEncoder
 from heta_eval.kb.rerank import EndpointReranker
 
 from .conftest import REPO
@@ -75,7 +75,7 @@ def test_each_endpoint_user_builds_its_client_from_one_record() -> None:
 def test_endpoints_import_neither_httpx_nor_the_evaluators() -> None:
     code = (
         "import sys, heta_eval.endpoints, heta_eval.kb.answering, heta_eval.kb.rerank, "
-        "heta_eval.kb.index.dense; "
+        "heta_eval.kb.index.encoders; "
         "print(sorted(m for m in ('httpx', 'heta_eval.evaluators') if m in sys.modules))"
     )
     out = subprocess.run(
