@@ -1,4 +1,5 @@
-"""A small on-disk cache of JSON entries keyed by the sha256 of what produced them."""
+"""The shared heta_eval cache directory, and a small on-disk cache of JSON entries in it keyed
+by the sha256 of what produced them."""
 
 from __future__ import annotations
 
@@ -14,14 +15,32 @@ from typing import IO, Any
 
 log = logging.getLogger(__name__)
 
+CACHE_ENV_VAR = "HETA_EVAL_CACHE"
+"""The environment variable naming the shared heta_eval cache (default ~/.cache/heta_eval)."""
+
+
+def cache_dir(configured: str | os.PathLike[str] | None = None) -> Path:
+    """The shared cache: `configured`, else `$HETA_EVAL_CACHE`, else ~/.cache/heta_eval.
+
+    Downloads, judge verdicts, generated answers and embeddings live under it. The directory
+    is created if missing and returned as an absolute path.
+    """
+    if configured is not None and str(configured):
+        chosen = Path(configured)
+    elif os.environ.get(CACHE_ENV_VAR):
+        chosen = Path(os.environ[CACHE_ENV_VAR])
+    else:
+        chosen = Path("~/.cache/heta_eval")
+    path = chosen.expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
 
 def cache_directory(setting: str | os.PathLike[str] | None, subdir: str) -> Path:
     """`setting`, or `{heta_eval cache}/{subdir}` when it is None or empty; created."""
     if setting is not None and str(setting):
         path = Path(setting).expanduser().resolve()
     else:
-        from heta_eval.benchmarks.download import cache_dir
-
         path = cache_dir() / subdir
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from heta_eval.kb import BM25Index
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.indexes import Hits
+from heta_eval.kb.index.base import Hits
 from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import Stemmer
 from bm25s.tokenization import Tokenizer
 
-from heta_eval.kb.bm25 import BM25Index, split_words
+from heta_eval.kb.index.bm25 import BM25Index, split_words
 
 BM25S_WORDS = re.compile(r"(?u)\b\w\w+\b").findall
 # ASCII letters, digits, `_`, punctuation, every ASCII whitespace (including \x1c-\x1f),

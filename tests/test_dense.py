@@ -37,11 +37,7 @@ from heta_eval.kb import (
     LocalObjectStore,
     RawSource,
 )
-from heta_eval.kb.dense import (
-    DenseIndex,
-    OpenAIEmbeddingEncoder,
-    SentenceTransformerEncoder,
-)
+from heta_eval.kb.index import DenseIndex, OpenAIEmbeddingEncoder, SentenceTransformerEncoder
 
 from .conftest import REPO, SCIFACT
 
@@ -342,7 +338,7 @@ def test_openai_encoder_batches_retries_and_serves_a_knowledge_base(
         spec["indexes"]["dense"].update(
             cache_dir=str(tmp_path / "emb"),
             encoder={
-                "_target_": "heta_eval.kb.dense.OpenAIEmbeddingEncoder",
+                "_target_": "heta_eval.kb.index.encoders.OpenAIEmbeddingEncoder",
                 "base_url": server.base_url,
                 "model": "embed-test",
                 "api_key_env": "EMBED_KEY",

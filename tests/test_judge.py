@@ -15,16 +15,16 @@ import pytest
 from omegaconf import OmegaConf
 
 from heta_eval.config.components import instantiate
+from heta_eval.endpoints import (
+    EndpointError,
+    OpenAICompatibleClient,
+    parse_retry_after,
+)
 from heta_eval.evaluators.judge import (
     DEFAULT_PROMPT,
     DEFAULT_SYSTEM,
     LLMJudge,
     parse_verdict,
-)
-from heta_eval.evaluators.openai_client import (
-    EndpointError,
-    OpenAICompatibleClient,
-    parse_retry_after,
 )
 from heta_eval.evaluators.summary import summarize
 from heta_eval.records import (

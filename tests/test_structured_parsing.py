@@ -20,8 +20,8 @@ from heta_eval.kb import (
     Segment,
 )
 from heta_eval.kb.chunking import SentenceChunker, StructureChunker, sentence_spans
-from heta_eval.kb.markup import HtmlParser, MarkdownParser
-from heta_eval.kb.tables import DelimitedTableParser, JsonLinesParser, JsonRecordsParser
+from heta_eval.kb.parsers.markup import HtmlParser, MarkdownParser
+from heta_eval.kb.parsers.tables import DelimitedTableParser, JsonLinesParser, JsonRecordsParser
 
 from .conftest import load_recipe
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from heta_eval.json_cache import cache_dir
 from heta_eval.progress import ProgressReporter, current
 from heta_eval.records import BenchmarkResource
 
@@ -34,7 +35,6 @@ __all__ = [
     "verify_file",
 ]
 
-CACHE_ENV_VAR = "HETA_EVAL_CACHE"
 _CHUNK = 1 << 20
 _USER_AGENT = "heta-eval (python-urllib)"
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
@@ -51,22 +51,6 @@ class ChecksumMismatchError(DownloadError):
 # --------------------------------------------------------------------------------------------
 # Cache directory and verification
 # --------------------------------------------------------------------------------------------
-
-
-def cache_dir(configured: str | os.PathLike[str] | None = None) -> Path:
-    """The shared download cache: `configured`, else `$HETA_EVAL_CACHE`, else ~/.cache/heta_eval.
-
-    The directory is created if missing and returned as an absolute path.
-    """
-    if configured is not None and str(configured):
-        chosen = Path(configured)
-    elif os.environ.get(CACHE_ENV_VAR):
-        chosen = Path(os.environ[CACHE_ENV_VAR])
-    else:
-        chosen = Path("~/.cache/heta_eval")
-    path = chosen.expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def sha256_file(path: Path, chunk_size: int = _CHUNK) -> str:

@@ -18,7 +18,7 @@ from heta_eval.evaluators import (
     EvidenceMatcher,
     EvidenceRecallAtK,
 )
-from heta_eval.kb.parsing import SEGMENTS_MEDIA_TYPE
+from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE
 from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,

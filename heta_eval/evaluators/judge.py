@@ -17,8 +17,9 @@ import re
 import string
 from pathlib import Path
 
-from heta_eval.evaluators.openai_client import (
+from heta_eval.endpoints import (
     EndpointError,
+    EndpointSettings,
     MissingAPIKeyError,
     OpenAICompatibleClient,
 )
@@ -191,14 +192,16 @@ class LLMJudge(Evaluator):
         self._fields = frozenset(template_fields(prompt))
         self._cache = JsonFileCache(cache_dir, "judge")
         self._key_warned = False
-        self.client = OpenAICompatibleClient(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_seconds=backoff_seconds,
-            max_concurrency=max_concurrency,
+        self.client = OpenAICompatibleClient.from_settings(
+            EndpointSettings(
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
+                backoff_seconds=backoff_seconds,
+                max_concurrency=max_concurrency,
+            )
         )
 
     @property

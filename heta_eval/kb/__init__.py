@@ -7,15 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from heta_eval.kb.answering import ExtractiveAnswerer, LLMAnswerer
-    from heta_eval.kb.bm25 import BM25Index
     from heta_eval.kb.build_cache import BuildCache
     from heta_eval.kb.chunking import FixedSizeChunker, SentenceChunker, StructureChunker
     from heta_eval.kb.documents import Chunk, ParsedSource, RawSource, Segment
-    from heta_eval.kb.fusion import ReciprocalRankFusion, WeightedScoreFusion
+    from heta_eval.kb.index.bm25 import BM25Index
+    from heta_eval.kb.index.fusion import ReciprocalRankFusion, WeightedScoreFusion
     from heta_eval.kb.knowledge_base import KnowledgeBase, UnknownQueryModeError
-    from heta_eval.kb.markup import HtmlParser, MarkdownParser
-    from heta_eval.kb.parsing import (
+    from heta_eval.kb.parsers import (
         SEGMENTS_MEDIA_TYPE,
+        DelimitedTableParser,
+        HtmlParser,
+        JsonRecordsParser,
+        MarkdownParser,
         MediaTypeParser,
         ParseError,
         PdfParser,
@@ -24,21 +27,23 @@ if TYPE_CHECKING:
     )
     from heta_eval.kb.recipe import KnowledgeRecipe
     from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, ObjectStore
-    from heta_eval.kb.tables import DelimitedTableParser, JsonRecordsParser
 
 # Names are imported on first use (PEP 562): the object store's writer process imports
 # `heta_eval.kb.store` alone, without pydantic, the records and the engine.
 _MODULES = {
     "heta_eval.kb.answering": ("ExtractiveAnswerer", "LLMAnswerer"),
-    "heta_eval.kb.bm25": ("BM25Index",),
+    "heta_eval.kb.index.bm25": ("BM25Index",),
     "heta_eval.kb.build_cache": ("BuildCache",),
     "heta_eval.kb.chunking": ("FixedSizeChunker", "SentenceChunker", "StructureChunker"),
     "heta_eval.kb.documents": ("Chunk", "ParsedSource", "RawSource", "Segment"),
-    "heta_eval.kb.fusion": ("ReciprocalRankFusion", "WeightedScoreFusion"),
+    "heta_eval.kb.index.fusion": ("ReciprocalRankFusion", "WeightedScoreFusion"),
     "heta_eval.kb.knowledge_base": ("KnowledgeBase", "UnknownQueryModeError"),
-    "heta_eval.kb.markup": ("HtmlParser", "MarkdownParser"),
-    "heta_eval.kb.parsing": (
+    "heta_eval.kb.parsers": (
         "SEGMENTS_MEDIA_TYPE",
+        "DelimitedTableParser",
+        "HtmlParser",
+        "JsonRecordsParser",
+        "MarkdownParser",
         "MediaTypeParser",
         "ParseError",
         "PdfParser",
@@ -47,7 +52,6 @@ _MODULES = {
     ),
     "heta_eval.kb.recipe": ("KnowledgeRecipe",),
     "heta_eval.kb.store": ("InvalidKeyError", "LocalObjectStore", "ObjectStore"),
-    "heta_eval.kb.tables": ("DelimitedTableParser", "JsonRecordsParser"),
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.records import QueryResult
 
@@ -135,19 +136,19 @@ class LLMAnswerer:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 8,
     ) -> None:
-        from heta_eval.evaluators.openai_client import OpenAICompatibleClient
-
         missing = [f for f in ("{question}", "{context}") if f not in prompt]
         if missing:
             raise ValueError(f"the answer prompt must contain {missing}")
-        self.client = OpenAICompatibleClient(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_seconds=backoff_seconds,
-            max_concurrency=max_concurrency,
+        self.client = OpenAICompatibleClient.from_settings(
+            EndpointSettings(
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
+                backoff_seconds=backoff_seconds,
+                max_concurrency=max_concurrency,
+            )
         )
         self.prompt = prompt
         self.system_prompt = system_prompt

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.kb.documents import Chunk, RawSource
-from heta_eval.kb.indexes import Hits, SearchIndex, persistable
-from heta_eval.kb.recipe import KnowledgeRecipe
+from heta_eval.kb.index.base import Hits, SearchIndex, persistable
+from heta_eval.kb.protocols import BuildPlan
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
 from heta_eval.records import (
@@ -37,7 +37,7 @@ class KnowledgeBase:
         self,
         *,
         name: str,
-        recipe: KnowledgeRecipe,
+        recipe: BuildPlan,
         chunks: Sequence[Chunk],
         indexes: Mapping[str, SearchIndex],
         manifest: KnowledgeBaseManifest,
@@ -56,7 +56,7 @@ class KnowledgeBase:
     async def create(
         cls,
         *,
-        recipe: KnowledgeRecipe,
+        recipe: BuildPlan,
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
@@ -69,7 +69,7 @@ class KnowledgeBase:
     @classmethod
     def _build(
         cls,
-        recipe: KnowledgeRecipe,
+        recipe: BuildPlan,
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
@@ -170,7 +170,7 @@ class KnowledgeBase:
             index.save(directory / "indexes" / mode)  # type: ignore[attr-defined]
 
     @classmethod
-    def load(cls, directory: Path, *, recipe: KnowledgeRecipe, name: str) -> KnowledgeBase:
+    def load(cls, directory: Path, *, recipe: BuildPlan, name: str) -> KnowledgeBase:
         """A knowledge base written by `save`, its indexes loaded by the recipe's builders."""
         manifest = KnowledgeBaseManifest.model_validate_json(
             (directory / "manifest.json").read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
-"""What the runner needs from a recipe and the knowledge bases it builds.
+"""What the runner needs from a recipe and the knowledge bases it builds, and what a
+KnowledgeBase needs from its build plan.
 
 heta_eval's own `KnowledgeRecipe`/`KnowledgeBase` implement these; so can a bridge to
 another engine (e.g. the Heta Framework), whose recipes then run unchanged in the runner.
@@ -44,3 +45,40 @@ class RecipeLike(Protocol):
     async def create_knowledge_base(
         self, *, name: str, store: ObjectStore, sources: Sequence[RawSource]
     ) -> KnowledgeBaseLike: ...
+
+
+class BuildPlan(Protocol):
+    """What a KnowledgeBase is built from and queried with; `KnowledgeRecipe` is one.
+
+    `parser`, `chunker` and each of `indexes` are `_target_` specs (their `_target_` names
+    the component in the build steps of the manifest); the `create_*` methods instantiate
+    them. Declared here, below both, so that the knowledge base does not import the recipe
+    that builds it.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def query_modes(self) -> tuple[str, ...]: ...
+
+    @property
+    def parser(self) -> Mapping[str, Any]: ...
+
+    @property
+    def chunker(self) -> Mapping[str, Any]: ...
+
+    @property
+    def indexes(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+    def create_parser(self) -> Any: ...
+
+    def create_chunker(self) -> Any: ...
+
+    def create_index_builders(self) -> dict[str, Any]: ...
+
+    def create_fusions(self) -> dict[str, Any]: ...
+
+    def create_reranker(self) -> Any: ...
+
+    def create_answerer(self) -> Any: ...

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from heta_eval.config.components import instantiate, resolve_target
 from heta_eval.config.secrets import mask_secrets
+from heta_eval.kb.knowledge_base import KnowledgeBase
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
 
 
@@ -143,8 +144,6 @@ class KnowledgeRecipe(Record):
 
     async def create_knowledge_base(self, *, name: str, store: Any, sources: Any) -> Any:
         """Build a KnowledgeBase from `sources` in `store` (the RecipeLike protocol)."""
-        from heta_eval.kb.knowledge_base import KnowledgeBase
-
         return await KnowledgeBase.create(recipe=self, name=name, store=store, sources=sources)
 
     def build_settings(self) -> JsonDict:

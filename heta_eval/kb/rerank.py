@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.records import QueryResult
 
 
@@ -75,19 +76,19 @@ class EndpointReranker:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 8,
     ) -> None:
-        from heta_eval.evaluators.openai_client import OpenAICompatibleClient
-
         if top_n <= 0:
             raise ValueError(f"top_n must be positive, got {top_n}")
         self.top_n = top_n
-        self.client = OpenAICompatibleClient(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_seconds=backoff_seconds,
-            max_concurrency=max_concurrency,
+        self.client = OpenAICompatibleClient.from_settings(
+            EndpointSettings(
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
+                backoff_seconds=backoff_seconds,
+                max_concurrency=max_concurrency,
+            )
         )
 
     def __repr__(self) -> str:

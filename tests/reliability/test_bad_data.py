@@ -15,7 +15,7 @@ from heta_eval.benchmarks.beir import BeirBenchmark
 from heta_eval.kb import FixedSizeChunker
 from heta_eval.kb.chunking import _WORD, _unit_windows, _windows
 from heta_eval.kb.documents import RawSource
-from heta_eval.kb.parsing import PlainTextParser
+from heta_eval.kb.parsers import PlainTextParser
 from heta_eval.records import BenchmarkWorkspace
 
 from ..conftest import CliRunner, load_benchmark

@@ -132,7 +132,7 @@ def _dense_recipe(server: ChatServer, tmp_path: Path) -> KnowledgeRecipe:
     spec["indexes"]["dense"].update(
         cache_dir=str(tmp_path / "emb"),
         encoder={
-            "_target_": "heta_eval.kb.dense.OpenAIEmbeddingEncoder",
+            "_target_": "heta_eval.kb.index.encoders.OpenAIEmbeddingEncoder",
             "base_url": server.base_url,
             "model": "embed-test",
             "api_key_env": None,

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from heta_eval.kb.indexes import Hits
+from heta_eval.kb.index.base import Hits
 
 
 def _ordered(scores: dict[int, float], top_k: int) -> Hits:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.indexes import Hits
+from heta_eval.kb.index.base import Hits
 
 Bm25Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
 

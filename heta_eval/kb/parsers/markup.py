@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from heta_eval.kb.documents import ParsedSource, RawSource
-from heta_eval.kb.parsing import TextParser, join_segments
+from heta_eval.kb.parsers.base import TextParser, join_segments
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")

@@ -24,7 +24,9 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from heta_eval.endpoints.settings import EndpointSettings
 
 if TYPE_CHECKING:  # httpx is imported when a request is made, not with the package
     import httpx
@@ -128,7 +130,8 @@ def parse_retry_after(value: str | None, cap: float = RETRY_AFTER_CAP) -> float 
 class OpenAICompatibleClient:
     """Async client for an OpenAI-compatible API (`{base_url}/chat/completions`, ...).
 
-    `base_url` is the API root, e.g. `https://api.openai.com/v1` or
+    Built from an EndpointSettings record (`from_settings`) or from the same settings as
+    keyword arguments. `base_url` is the API root, e.g. `https://api.openai.com/v1` or
     `http://127.0.0.1:8000/v1`. The API key is read from the environment variable
     `api_key_env` at each call and sent as `Authorization: Bearer ...`; with
     `api_key_env=None` no Authorization header is sent (local servers). `extra_headers`
@@ -138,9 +141,9 @@ class OpenAICompatibleClient:
     connection errors, HTTP 429 and 5xx, malformed 2xx bodies) are retried `max_retries`
     times with exponential backoff from `backoff_seconds` plus jitter, or after the
     server's `Retry-After` on 429/503. Other 4xx are not retried. At most
-    `max_concurrency` requests are in flight per event loop. Constructing a client does
-    no I/O and needs no key. Call `aclose()` (or use `async with`) before the event loop
-    ends to release connections.
+    `max_concurrency` requests are in flight per event loop. Invalid settings raise
+    ValueError. Constructing a client does no I/O and needs no key. Call `aclose()` (or use
+    `async with`) before the event loop ends to release connections.
     """
 
     def __init__(
@@ -154,29 +157,67 @@ class OpenAICompatibleClient:
         max_concurrency: int = 8,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError("model must be a non-empty string")
-        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-            raise ValueError("api_key_env must be the name of an environment variable, or None")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if backoff_seconds < 0:
-            raise ValueError(f"backoff_seconds must be >= 0, got {backoff_seconds}")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.api_key_env = api_key_env
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff_seconds = float(backoff_seconds)
-        self.max_concurrency = int(max_concurrency)
+        settings = EndpointSettings(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_seconds=backoff_seconds,
+            max_concurrency=max_concurrency,
+        )
+        self._configure(settings, extra_headers)
+
+    @classmethod
+    def from_settings(
+        cls, settings: EndpointSettings, extra_headers: Mapping[str, str] | None = None
+    ) -> Self:
+        """A client for the endpoint `settings` describe (validated when they were made)."""
+        client = cls.__new__(cls)
+        client._configure(settings, extra_headers)
+        return client
+
+    def _configure(
+        self, settings: EndpointSettings, extra_headers: Mapping[str, str] | None
+    ) -> None:
+        self.settings = settings
         self._extra_headers = {str(k): str(v) for k, v in (extra_headers or {}).items()}
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+
+    @property
+    def base_url(self) -> str:
+        """The API root, without a trailing slash."""
+        return self.settings.base_url
+
+    @property
+    def model(self) -> str:
+        """The model named in request bodies."""
+        return self.settings.model
+
+    @property
+    def api_key_env(self) -> str | None:
+        """The environment variable the API key is read from (None: no key)."""
+        return self.settings.api_key_env
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one attempt may take."""
+        return self.settings.timeout
+
+    @property
+    def max_retries(self) -> int:
+        """Attempts after the first one."""
+        return self.settings.max_retries
+
+    @property
+    def backoff_seconds(self) -> float:
+        """The first backoff sleep (doubled on each further retry, plus jitter)."""
+        return self.settings.backoff_seconds
+
+    @property
+    def max_concurrency(self) -> int:
+        """Requests in flight per event loop, at most."""
+        return self.settings.max_concurrency
 
     def __repr__(self) -> str:
         headers = f", extra_headers={sorted(self._extra_headers)}" if self._extra_headers else ""

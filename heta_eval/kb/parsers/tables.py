@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from heta_eval.kb.documents import ParsedSource, RawSource
-from heta_eval.kb.parsing import ParseError, TextParser, join_segments
+from heta_eval.kb.parsers.base import ParseError, TextParser, join_segments
 
 _DELIMITERS = {"text/tab-separated-values": "\t", "text/tsv": "\t"}
 

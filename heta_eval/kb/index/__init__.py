@@ -1,0 +1,68 @@
+"""Search indexes over chunks and the fusion of their rankings.
+
+`base` holds the protocols every index follows (Hits, SearchIndex, IndexBuilder); `bm25`
+the sparse index; `dense` the embedding index, with its `encoders` and `embedding_cache`;
+`fusion` the hybrid query modes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from heta_eval.kb.index.base import Hits, IndexBuilder, SearchIndex
+    from heta_eval.kb.index.bm25 import BM25Index
+    from heta_eval.kb.index.dense import DenseIndex
+    from heta_eval.kb.index.embedding_cache import EmbeddingCache
+    from heta_eval.kb.index.encoders import (
+        Encoder,
+        OpenAIEmbeddingEncoder,
+        SentenceTransformerEncoder,
+    )
+    from heta_eval.kb.index.fusion import ReciprocalRankFusion, WeightedScoreFusion
+
+# Names are imported on first use (PEP 562): resolving the BM25 index does not load numpy
+# and the dense modules.
+_MODULES = {
+    "heta_eval.kb.index.base": ("Hits", "IndexBuilder", "SearchIndex"),
+    "heta_eval.kb.index.bm25": ("BM25Index",),
+    "heta_eval.kb.index.dense": ("DenseIndex",),
+    "heta_eval.kb.index.embedding_cache": ("EmbeddingCache",),
+    "heta_eval.kb.index.encoders": (
+        "Encoder",
+        "OpenAIEmbeddingEncoder",
+        "SentenceTransformerEncoder",
+    ),
+    "heta_eval.kb.index.fusion": ("ReciprocalRankFusion", "WeightedScoreFusion"),
+}
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'heta_eval.kb.index' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    # What `_target_` suggestions ("did you mean ...") list for a misspelt name.
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "BM25Index",
+    "DenseIndex",
+    "EmbeddingCache",
+    "Encoder",
+    "Hits",
+    "IndexBuilder",
+    "OpenAIEmbeddingEncoder",
+    "ReciprocalRankFusion",
+    "SearchIndex",
+    "SentenceTransformerEncoder",
+    "WeightedScoreFusion",
+]

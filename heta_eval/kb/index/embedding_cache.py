@@ -1,0 +1,63 @@
+"""The embedding cache: document embeddings on disk, keyed by encoder and texts."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heta_eval.json_cache import cache_directory, material_key, write_atomically
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingCache:
+    """Document embeddings on disk: one `.npy` per (encoder identity, ordered text hashes).
+
+    A build over the same texts with the same encoder loads the matrix instead of encoding
+    again (a sweep over chunk-independent settings, or a changed BM25 half of a hybrid
+    recipe, never re-encodes). Writes are atomic; an unreadable file is ignored.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None) -> None:
+        self._setting = directory
+        self._path: Path | None = None
+
+    @property
+    def directory(self) -> Path:
+        """Where the matrices are (created on first use)."""
+        if self._path is None:
+            self._path = cache_directory(self._setting, "embeddings")
+        return self._path
+
+    @staticmethod
+    def key(identity: Mapping[str, Any], texts: Sequence[str]) -> str:
+        hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        return material_key({"encoder": dict(identity), "texts": hashes})
+
+    def get(self, key: str, rows: int) -> np.ndarray | None:
+        try:
+            path = self.directory / f"{key}.npy"
+            if not path.is_file():
+                return None
+            matrix = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable embedding cache entry %s (%s)", key, exc)
+            return None
+        if matrix.ndim != 2 or matrix.shape[0] != rows:
+            log.warning("ignoring embedding cache entry %s of shape %s", key, matrix.shape)
+            return None
+        return matrix.astype(np.float32, copy=False)
+
+    def put(self, key: str, matrix: np.ndarray) -> None:
+        try:
+            path = self.directory / f"{key}.npy"
+        except OSError as exc:
+            log.warning("embedding cache unavailable (%s); not caching", exc)
+            return
+        write_atomically(path, lambda handle: np.save(handle, matrix, allow_pickle=False))
