@@ -6,7 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from heta_eval.config.assembly import ConfigError, RunComponents, assemble
+    from heta_eval.config.resolve import ConfigError
     from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, LocalObjectStore, ObjectStore
     from heta_eval.protocol import (
         BenchmarkAdapter,
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         RunIdentity,
         SourceRef,
     )
+    from heta_eval.run.assembly import RunComponents, assemble
     from heta_eval.run.failures import FailureRateExceededError
     from heta_eval.run.lifecycle import evaluate
     from heta_eval.run.runner import BenchmarkError, BenchmarkRunner
@@ -51,7 +52,8 @@ _LAZY = {
         ("BenchmarkAdapter", "BenchmarkEvaluatorProtocol", "BenchmarkProtocol", "Evaluator"),
         "heta_eval.protocol",
     ),
-    **dict.fromkeys(("ConfigError", "RunComponents", "assemble"), "heta_eval.config.assembly"),
+    **dict.fromkeys(("RunComponents", "assemble"), "heta_eval.run.assembly"),
+    "ConfigError": "heta_eval.config.resolve",
     "evaluate": "heta_eval.run.lifecycle",
     "FailureRateExceededError": "heta_eval.run.failures",
     **dict.fromkeys(("BenchmarkError", "BenchmarkRunner"), "heta_eval.run.runner"),

@@ -13,10 +13,11 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
-from heta_eval.config.assembly import ConfigError, assemble, config_hash
+from heta_eval.config.resolve import ConfigError
 from heta_eval.config.secrets import is_secret_key
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.kb.protocols import RecipeLike
+from heta_eval.run.assembly import assemble, config_hash
 from heta_eval.tracking import MlflowTracker, NullTracker
 
 from .conftest import REPO

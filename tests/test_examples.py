@@ -19,7 +19,6 @@ from examples.custom_benchmark import RiversBenchmark
 from examples.custom_evaluator import AnswerReciprocalRank
 from examples.custom_recipe import ParagraphChunker
 from heta_eval.benchmarks import BenchmarkDataError
-from heta_eval.config.assembly import assemble
 from heta_eval.kb import MarkdownParser, RawSource
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
@@ -30,6 +29,7 @@ from heta_eval.records import (
     QueryResult,
     SourceRef,
 )
+from heta_eval.run.assembly import assemble
 
 from .conftest import REPO, CliRunner, load_benchmark
 

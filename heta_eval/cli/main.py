@@ -26,8 +26,8 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from hydra.types import RunMode
 
     from heta_eval.cli.console import print_summary
-    from heta_eval.config.assembly import assemble
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
+    from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
@@ -57,7 +57,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
 
 def check_search_objective(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """A search sweeper (Optuna) needs `optimized_metric`; refuse before the first trial."""
-    from heta_eval.config.assembly import ConfigError
+    from heta_eval.config.resolve import ConfigError
 
     target = str(OmegaConf.select(hydra_cfg, "sweeper._target_", default="") or "")
     if "optuna" in target.lower() and not cfg.get("optimized_metric"):
@@ -73,7 +73,7 @@ def objective(report: EvaluationReport | None, metric: str | None) -> float | No
     if not metric or report is None:
         return None
     if metric not in report.score_summary:
-        from heta_eval.config.assembly import ConfigError
+        from heta_eval.config.resolve import ConfigError
 
         raise ConfigError(
             f"optimized_metric: {metric!r} is not in the score summary; "
@@ -89,7 +89,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
     from heta_eval.benchmarks.download import DownloadError
     from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
-    from heta_eval.config.assembly import ConfigError
+    from heta_eval.config.resolve import ConfigError
     from heta_eval.run.failures import FailureRateExceededError
     from heta_eval.run.runner import BenchmarkError
 

@@ -13,8 +13,9 @@ from rich.console import Console
 from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
-from heta_eval.config.assembly import ConfigError, create_component
+from heta_eval.config.resolve import ConfigError
 from heta_eval.records import BenchmarkWorkspace
+from heta_eval.run.assembly import create_component
 
 
 def _compose(overrides: list[str]) -> Any:

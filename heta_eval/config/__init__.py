@@ -1,8 +1,10 @@
 """The configuration: Hydra composition, validation, `_target_` resolution, secrets masking.
 
-Modules: `assembly` (a composed config → validated, ready-to-run components), `components`
-(`_target_` resolution with errors that say what was meant), `compose` (composition from
-overrides, for the library API), `secrets` and `hydra_outputs` (keys kept out of every output).
+Modules: `compose` (composition from overrides, for the library API), `resolve` (the
+composed config as plain data; `ConfigError`), `components` (`_target_` resolution with errors
+that say what was meant), `secrets` and `hydra_outputs` (keys kept out of every output). The
+package sits low: `kb`, `tracking` and `run` use it, it uses none of them; turning a config
+into a run's components is `heta_eval.run.assembly`.
 """
 
 from __future__ import annotations

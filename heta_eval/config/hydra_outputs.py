@@ -41,7 +41,7 @@ def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., 
 
 def config_secrets(cfg: Any, overrides: Iterable[str]) -> set[str]:
     """Secret values of a composed config (resolved) and of the command line's overrides."""
-    from heta_eval.config.assembly import resolve_config
+    from heta_eval.config.resolve import resolve_config
 
     found = set()
     for override in overrides:

@@ -16,7 +16,7 @@ from heta_eval.code_identity import code_versions, external_sources
 from heta_eval.records import RunIdentity
 
 if TYPE_CHECKING:
-    from heta_eval.config.assembly import RunComponents
+    from heta_eval.run.assembly import RunComponents
 
 
 def component_modules(resolved: Mapping[str, Any], objects: Iterable[object]) -> set[str]:

@@ -32,8 +32,8 @@ from heta_eval.async_run import run_sync
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from heta_eval.config.assembly import RunComponents
     from heta_eval.records import EvaluationReport, RunIdentity
+    from heta_eval.run.assembly import RunComponents
     from heta_eval.run.state import CompletionMarker, RunState
 
 log = logging.getLogger("heta_eval")
@@ -55,14 +55,14 @@ def evaluate(
 
     Give one of: `config`, a composed config (the CLI passes Hydra's); `overrides`, Hydra
     overrides composed with the packaged `conf/` (`["benchmark=beir", "runner.top_k=10"]`);
-    or `components`, already created (`heta_eval.config.assembly.assemble`). The report's
+    or `components`, already created (`heta_eval.run.assembly.assemble`). The report's
     `run` says where it was written, its tracking run and, when an identical earlier
     evaluation was reused, which one. Raises `ConfigError` before any work for a bad
     config and `FailureRateExceededError` (after writing and tracking the report) when
     more case results failed than `runner.max_failure_rate` allows.
     """
-    from heta_eval.config.assembly import assemble
     from heta_eval.config.secrets import mask_override
+    from heta_eval.run.assembly import assemble
 
     if components is None:
         if config is None:

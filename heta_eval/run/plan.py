@@ -18,10 +18,10 @@ from rich.table import Table
 
 from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
-from heta_eval.config.assembly import RunComponents
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.progress import NO_PROGRESS
 from heta_eval.records._base import Record
+from heta_eval.run.assembly import RunComponents
 from heta_eval.run.identity import components_code_digest, run_identity
 from heta_eval.run.runner import BenchmarkRunner
 from heta_eval.run.state import RunState

@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import InterpolationResolutionError, MissingMandatoryValue
+from omegaconf import DictConfig
 from pydantic import ValidationError
 
 from heta_eval.config.components import ComponentError, instantiate
+from heta_eval.config.resolve import ConfigError, resolve_config
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
@@ -50,10 +50,6 @@ _RUNNER_NOT_HASHED = {
     "strict",
     "max_failure_rate",
 }
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot run; the message names the key and what was expected."""
 
 
 @dataclass
@@ -94,36 +90,6 @@ def _describe(group: str, error: ValidationError) -> str:
         shown = "" if isinstance(got, Mapping) else f" (got {got!r:.80})"
         lines.append(f"{key}: {message}{shown}")
     return "\n".join(lines)
-
-
-def resolve_config(cfg: DictConfig) -> dict[str, Any]:
-    """The config as plain data with interpolations resolved; missing values are named."""
-    missing = sorted(k for k in _missing_keys(cfg))
-    if missing:
-        raise ConfigError(
-            "\n".join(f"{key}: a value is required (set {key}=...)" for key in missing)
-        )
-    own = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-    try:
-        resolved = OmegaConf.to_container(own, resolve=True)
-    except (MissingMandatoryValue, InterpolationResolutionError) as exc:
-        raise ConfigError(f"{exc.full_key}: {exc.msg}") from None
-    assert isinstance(resolved, dict)
-    return resolved
-
-
-def _missing_keys(cfg: Any, prefix: str = "") -> list[str]:
-    keys: list[str] = []
-    if OmegaConf.is_dict(cfg):
-        for key in cfg:
-            if key == "hydra" and not prefix:
-                continue
-            dotted = f"{prefix}{key}"
-            if OmegaConf.is_missing(cfg, key):
-                keys.append(dotted)
-            else:
-                keys.extend(_missing_keys(cfg._get_node(key), f"{dotted}."))
-    return keys
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
