@@ -7,7 +7,7 @@ import stat
 import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 
@@ -28,17 +28,12 @@ class ObjectStore(Protocol):
     def list(self, prefix: str = "") -> Iterator[str]: ...
 
 
-def _check_key(key: str) -> None:
+def check_key(key: str) -> None:
+    """Refuse absolute keys, `..`, empty parts, backslashes and NUL (InvalidKeyError)."""
     if not key or "\\" in key or "\x00" in key:
         raise InvalidKeyError(f"invalid object key {key!r}")
     if key.startswith("/") or any(part in {"", ".", ".."} for part in key.split("/")):
         raise InvalidKeyError(f"object key {key!r} must be a relative path inside the store")
-
-
-def validate_key(key: str) -> PurePosixPath:
-    """Return `key` as a path, refusing absolute keys, `..`, empty parts and backslashes."""
-    _check_key(key)
-    return PurePosixPath(key)
 
 
 class LocalObjectStore:
@@ -110,7 +105,7 @@ class LocalObjectStore:
 
     def path_of(self, key: str) -> Path:
         """Filesystem path of `key`; raises InvalidKeyError when it would leave the root."""
-        _check_key(key)
+        check_key(key)
         return Path(self._resolve(key)[0])
 
     def _new_directory(self, key: str) -> str | None:
@@ -132,7 +127,7 @@ class LocalObjectStore:
         return path
 
     def put(self, key: str, data: bytes) -> None:
-        _check_key(key)
+        check_key(key)
         head, _, name = key.rpartition("/")
         made = None if head in self._dirs else self._new_directory(head)
         path, exists = (f"{made}/{name}", False) if made is not None else self._resolve(key)
@@ -162,7 +157,7 @@ class LocalObjectStore:
             raise
 
     def get(self, key: str) -> bytes:
-        _check_key(key)
+        check_key(key)
         try:
             with open(self._resolve(key)[0], "rb") as handle:
                 return handle.read()

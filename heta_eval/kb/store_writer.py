@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, validate_key
+from heta_eval.kb.store import InvalidKeyError, LocalObjectStore, check_key
 
 _HEADER = struct.Struct("<IQ")  # key length, data length
 _BATCH_BYTES = 4 << 20  # bytes handed to one write call (the GIL is released during it)
@@ -63,7 +63,7 @@ class BackgroundStoreWriter:
 
     def put(self, key: str, data: bytes) -> None:
         """Queue `data` under `key`; an invalid key raises InvalidKeyError here."""
-        validate_key(key)
+        check_key(key)
         encoded = key.encode("utf-8")
         self._frames += (_HEADER.pack(len(encoded), len(data)), encoded, data)
         self._size += len(data) + len(encoded)

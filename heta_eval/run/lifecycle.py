@@ -94,13 +94,23 @@ class RunLifecycle:
 
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
-        from heta_eval.run.identity import components_code_digest, run_identity
-        from heta_eval.run.state import RunState, configuration_lock
+        from heta_eval.run.artifacts import HtmlRenderer
 
         connecting = threading.Thread(
             target=self.tracker.connect, name="tracker-connect", daemon=True
         )
         connecting.start()
+        self.renderer = HtmlRenderer()
+        self.renderer.start()
+        try:
+            return await self._run(connecting)
+        finally:
+            self.renderer.close()
+
+    async def _run(self, connecting: threading.Thread) -> EvaluationReport:
+        from heta_eval.run.identity import components_code_digest, run_identity
+        from heta_eval.run.state import RunState, configuration_lock
+
         code = components_code_digest(self.components)
         lock_key = hashlib.sha256(f"{self.components.config_hash}:{code}".encode()).hexdigest()
         with configuration_lock(self.settings.state_dir, lock_key[:24]):
@@ -142,7 +152,9 @@ class RunLifecycle:
         tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)
         try:
             report = await runner.evaluate(loaded, identity=identity, tracking=tracking)
-            paths = write_run_artifacts(report, self.settings.output_dir, self.components.resolved)
+            paths = write_run_artifacts(
+                report, self.settings.output_dir, self.components.resolved, self.renderer
+            )
             self.tracker.log_report(report, paths)
             state.mark_completed(paths["report"], report, self.tracker.run_id)
             check_failure_rate(report, self.settings.max_failure_rate)
@@ -190,7 +202,9 @@ class RunLifecycle:
         )
         report = previous.model_copy(update={"run": run})
         try:
-            paths = write_run_artifacts(report, self.settings.output_dir, self.components.resolved)
+            paths = write_run_artifacts(
+                report, self.settings.output_dir, self.components.resolved, self.renderer
+            )
             self.tracker.log_report(report, paths)
             check_failure_rate(report, self.settings.max_failure_rate)
         except BaseException:
