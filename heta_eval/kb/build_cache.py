@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from heta_eval.code_identity import code_versions
+from heta_eval.files import file_sha256
 from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
@@ -49,14 +50,6 @@ def build_key(recipe: KnowledgeRecipe, sources: Sequence[RawSource]) -> str | No
     }
     payload = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # A temporary entry directory this old was left by a killed writer (a save takes seconds).
@@ -160,7 +153,7 @@ class BuildCache:
         try:
             listed = json.loads((entry / CHECKSUMS).read_text(encoding="utf-8"))
             for relative, expected in listed.items():
-                if _sha256(entry / relative) != expected:
+                if file_sha256(entry / relative) != expected:
                     raise ValueError(f"{relative} does not match its checksum")
             kb = KnowledgeBase.load(entry, recipe=recipe, name=name)
         except Exception as exc:
@@ -183,7 +176,7 @@ class BuildCache:
         try:
             kb.save(tmp)
             files = sorted(p for p in tmp.rglob("*") if p.is_file())
-            checksums = {p.relative_to(tmp).as_posix(): _sha256(p) for p in files}
+            checksums = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}
             (tmp / CHECKSUMS).write_text(json.dumps(checksums, indent=1), encoding="utf-8")
             os.replace(tmp, entry)
             self.stats.written += 1

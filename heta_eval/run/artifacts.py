@@ -9,9 +9,9 @@ import happens on another core while the benchmark loads and the recipe is evalu
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -22,50 +22,52 @@ log = logging.getLogger(__name__)
 
 REPORT_JSON = "report.json"
 RESOLVED_CONFIG = "config.resolved.yaml"
-
-
-def _warm_up() -> None:
-    """Import what drawing the report needs (in the renderer's process)."""
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401
-
-
-def _render(report_json: str, html: str) -> str:
-    """Draw report.html from a written report.json (in the renderer's process)."""
-    return str(write_html_report(EvaluationReport.read_json(Path(report_json)), Path(html)))
+RENDER_TIMEOUT = 600  # seconds; a report of 100k cases draws in well under a minute
 
 
 class HtmlRenderer:
-    """Renders report.html in a worker process started ahead of time (a failure to render
-    is logged and never fails the run)."""
+    """Renders report.html in a worker process started ahead of time
+    (`python -m heta_eval.run.html_worker`), which imports matplotlib while the run goes on.
+
+    The worker talks through its own pipes and ends when this process does (its input
+    closes), so a killed run leaves nothing behind. A failure to render is logged and never
+    fails the run; without a worker, the report is drawn in this process.
+    """
 
     def __init__(self) -> None:
-        self._pool: ProcessPoolExecutor | None = None
+        self._worker: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        """Start the worker and let it import matplotlib while the run goes on."""
+        """Start the worker."""
         try:
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("forkserver"))
-            self._pool.submit(_warm_up)
-        except Exception as exc:  # no worker: render in this process
-            log.debug("report.html renderer not started (%s); rendering in-process", exc)
-            self._pool = None
+            self._worker = subprocess.Popen(
+                [sys.executable, "-m", "heta_eval.run.html_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        except OSError as exc:
+            log.debug("report.html worker not started (%s); drawing in-process", exc)
 
-    def render(self, report_json: Path, html: Path) -> Future[str] | None:
-        """Start drawing `html` from `report_json`; None when there is no worker."""
-        if self._pool is None:
-            return None
-        try:
-            return self._pool.submit(_render, str(report_json), str(html))
-        except Exception as exc:  # a broken worker: render in this process
-            log.debug("report.html renderer unavailable (%s); rendering in-process", exc)
-            return None
+    def render(self, report: EvaluationReport, report_json: Path, html: Path) -> Path:
+        """Draw `html` from the written `report_json` (the worker) or `report` (here)."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return write_html_report(report, html)
+        out, err = worker.communicate(f"{report_json}\n{html}\n", timeout=RENDER_TIMEOUT)
+        status, _, detail = out.strip().partition(" ")
+        if worker.returncode != 0 or status != "ok":
+            last = (err.strip().splitlines() or ["the report.html worker failed"])[-1]
+            raise RuntimeError(detail or last)
+        return Path(detail)
 
     def close(self) -> None:
-        """Stop the worker (an unfinished drawing is abandoned)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Stop a worker that was not used."""
+        worker, self._worker = self._worker, None
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.communicate()
 
 
 def write_run_artifacts(
@@ -81,14 +83,13 @@ def write_run_artifacts(
 
     out.mkdir(parents=True, exist_ok=True)
     artifacts = {"report": report.write_json(out / REPORT_JSON)}
-    html = out / REPORT_HTML
-    drawing = renderer.render(artifacts["report"], html) if renderer is not None else None
     config = out / RESOLVED_CONFIG
     config.write_text(OmegaConf.to_yaml(dict(resolved)), encoding="utf-8")
     artifacts["config"] = config
+    html = out / REPORT_HTML
     try:
-        if drawing is not None:
-            artifacts["html"] = Path(drawing.result())
+        if renderer is not None:
+            artifacts["html"] = renderer.render(report, artifacts["report"], html)
         else:
             artifacts["html"] = write_html_report(report, html)
     except Exception as exc:

@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from heta_eval.files import file_sha256
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -70,12 +71,3 @@ class DataDigest:
 
 def _metadata(metadata: object) -> str:
     return json.dumps(metadata, sort_keys=True, default=str)
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+from heta_eval.files import copy_atomically, file_sha256
 from heta_eval.records import EvaluationReport, RunIdentity
 from heta_eval.records._base import Record
-from heta_eval.run.data_digest import file_sha256
 from heta_eval.run.journal import CaseJournal
 
 log = logging.getLogger(__name__)
@@ -51,20 +51,6 @@ class TrackingMarker(Record):
 
     uri: str | None
     run_id: str
-
-
-def _copy_atomically(source: Path, target: Path) -> None:
-    """Put a copy of `source` at `target` through a temporary name (never half a file)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager
@@ -162,7 +148,7 @@ class RunState:
         """Keep the state's own copy of the report (run directories may be shared, edited or
         removed) and record that this identity finished."""
         kept = self.directory / REPORT
-        _copy_atomically(report_path, kept)
+        copy_atomically(report_path, kept)
         marker = CompletionMarker(
             identity=self.identity,
             report_id=report.report_id,

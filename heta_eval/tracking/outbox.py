@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import Any
 
 from pydantic import Field
 
+from heta_eval.files import copy_atomically
 from heta_eval.records._base import Record
 
 OUTBOX_DIR = "tracking_outbox"
@@ -116,17 +116,7 @@ class Outbox:
     def add_file(self, entry: OutboxEntry, source: Path, name: str | None = None) -> str:
         """Copy `source` into the entry's files (atomically); the stored name."""
         name = name or Path(source).name
-        target = self.entry_dir(entry) / FILES_DIR / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        copy_atomically(Path(source), self.entry_dir(entry) / FILES_DIR / name)
         return name
 
     def add_json(self, entry: OutboxEntry, name: str, data: Any) -> str:

@@ -1,0 +1,35 @@
+"""File helpers shared across packages: a file's sha256, and copies that are never half-made."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def copy_atomically(source: Path, target: Path) -> Path:
+    """Copy `source` to `target` through a temporary name in the same directory, then rename:
+    a crash leaves the old `target` or the new one, never part of it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
