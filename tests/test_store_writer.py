@@ -18,7 +18,7 @@ from heta_eval.benchmarks import JsonlBenchmark
 from heta_eval.kb import LocalObjectStore
 from heta_eval.kb.store import InvalidKeyError
 from heta_eval.kb.store_writer import BackgroundStoreWriter, StoreWriteError
-from heta_eval.run.runner import BACKGROUND_WRITES_MIN_DOCUMENTS
+from heta_eval.run.documents import BACKGROUND_WRITES_MIN_DOCUMENTS
 
 from .conftest import load_recipe
 from .reliability.conftest import write_jsonl

@@ -22,6 +22,7 @@ from heta_eval.kb.build_cache import BuildCache
 from heta_eval.progress import NO_PROGRESS
 from heta_eval.records._base import Record
 from heta_eval.run.assembly import RunComponents
+from heta_eval.run.documents import unit_sources
 from heta_eval.run.identity import components_code_digest, run_identity
 from heta_eval.run.runner import BenchmarkRunner
 from heta_eval.run.state import RunState
@@ -110,7 +111,7 @@ def _kb_status(
     missing = [d.document_id for d in plan.documents if d.document_id not in keys]
     if missing:
         return "unknown", f"{len(missing)} document(s) not readable offline"
-    found = cache.lookup(runner.recipe, runner._sources(plan, keys))
+    found = cache.lookup(runner.recipe, unit_sources(plan, keys))
     notes = {"found": "", "missing": "", "off": "cache reading off", "uncacheable": "not cached"}
     return ("cached" if found == "found" else "build"), notes[found]
 

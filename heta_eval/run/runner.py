@@ -7,34 +7,27 @@ writes, tracks and keeps what it produced.
 from __future__ import annotations
 
 import asyncio
-import errno
-import hashlib
 import logging
 import random
 import time
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from multiprocessing import get_context
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from heta_eval.evaluators.summary import summarize, summarize_slices
-from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
+from heta_eval.kb import LocalObjectStore, ObjectStore
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
-from heta_eval.kb.store import WrittenBytesStore
-from heta_eval.kb.store_writer import BackgroundStoreWriter
 from heta_eval.progress import ProgressReporter, StageHandle, use
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkContents,
-    BenchmarkDocument,
     BenchmarkRunUnit,
     BenchmarkWorkspace,
     EvaluationCaseResult,
@@ -43,6 +36,7 @@ from heta_eval.records import (
 )
 from heta_eval.records.run import CaseCounts, RunFacts, RunIdentity, TrackingRef, UnitFacts
 from heta_eval.run.data_digest import DataDigest
+from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
@@ -50,25 +44,8 @@ from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_i
 log = logging.getLogger(__name__)
 
 
-_DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
-# Below this many documents, writing them in a separate process saves less than it costs.
-BACKGROUND_WRITES_MIN_DOCUMENTS = 256
-
-
 class BenchmarkError(ValueError):
     """The benchmark yielded something the runner cannot evaluate (nothing, or bad ids)."""
-
-
-def _document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
-    if document.data is not None:
-        return document.data
-    if document.path is not None:
-        return Path(document.path).read_bytes()
-    assert document.source_uri is not None
-    if offline and not document.source_uri.startswith("file:"):
-        raise ConnectionRefusedError(f"offline run: not fetching {document.source_uri}")
-    with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
-        return handle.read()
 
 
 @dataclass(frozen=True)
@@ -79,11 +56,6 @@ class LoadedBenchmark:
     contents: BenchmarkContents
     data_digest: str
     document_sha256: dict[str, str | None] = field(default_factory=dict)
-
-
-def _document_count(plans: Sequence[UnitPlan]) -> int:
-    """Distinct documents of the planned units (each is written once)."""
-    return len({d.document_id for plan in plans for d in plan.documents})
 
 
 def select_cases(
@@ -240,87 +212,10 @@ class BenchmarkRunner:
             if cases
         ]
 
-    def _document_writer(self, plans: Sequence[UnitPlan]) -> BackgroundStoreWriter | None:
-        """A writer process for the documents' bytes, when the builds that follow run in this
-        process (they read the same bytes from memory) and there are enough small files for
-        the disk's metadata time to matter; None to write them here, before the builds."""
-        if not isinstance(self.store, LocalObjectStore):
-            return None
-        if self.settings.workers > 1 and len(plans) > 1:
-            return None  # worker processes read the documents from the store
-        in_memory = {d.document_id for p in plans for d in p.documents if d.data is not None}
-        if len(in_memory) < BACKGROUND_WRITES_MIN_DOCUMENTS:
-            return None
-        return BackgroundStoreWriter(self.store.root)
-
-    def _write_documents(
-        self,
-        loaded: LoadedBenchmark,
-        plans: Sequence[UnitPlan],
-        writer: BackgroundStoreWriter | None = None,
-    ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-        """Write the planned units' documents under their raw keys (those held in memory
-        through `writer`, when given: it finishes while the knowledge bases are built).
-
-        Returns each document's (raw key, sha256 of its bytes) and the documents that could
-        not be stored, with why.
-        """
-        contents = loaded.contents
-        keys: dict[str, tuple[str, str]] = {}
-        errors: dict[str, str] = {}
-        for plan in plans:
-            for document in plan.documents:
-                if document.document_id in keys or document.document_id in errors:
-                    continue
-                key = document.raw_key(contents.manifest)
-                try:
-                    data = _document_bytes(document, self.settings.offline)
-                    if writer is not None and document.data is not None:
-                        writer.put(key, data)
-                    else:
-                        self.store.put(key, data)
-                except Exception as exc:
-                    if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
-                        # Not this document's fault: every later one would fail too.
-                        where = getattr(self.store, "path_of", lambda k: k)(key)
-                        raise OSError(exc.errno, exc.strerror, str(where)) from exc
-                    errors[document.document_id] = f"{type(exc).__name__}: {exc}"
-                    log.warning("document %s could not be stored: %s", document.document_id, exc)
-                    continue
-                known = loaded.document_sha256.get(document.document_id)
-                keys[document.document_id] = (key, known or hashlib.sha256(data).hexdigest())
-        if writer is not None:
-            writer.flush()
-        return keys, errors
-
-    def _written_store(
-        self, contents: BenchmarkContents, keys: dict[str, tuple[str, str]]
-    ) -> ObjectStore:
-        """The store, reading the documents just written from the bytes held in memory."""
-        written = {
-            keys[d.document_id][0]: d.data
-            for d in contents.documents
-            if d.data is not None and d.document_id in keys
-        }
-        return WrittenBytesStore(self.store, written) if written else self.store
-
-    def _sources(self, plan: UnitPlan, keys: dict[str, tuple[str, str]]) -> list[RawSource]:
-        return [
-            RawSource(
-                key=keys[d.document_id][0],
-                document_id=d.document_id,
-                media_type=d.media_type,
-                sha256=keys[d.document_id][1],
-                metadata=d.metadata,
-            )
-            for d in plan.documents
-            if d.document_id in keys
-        ]
-
     async def _run_units(
         self,
         plans: Sequence[UnitPlan],
-        keys: dict[str, tuple[str, str]],
+        keys: DocumentKeys,
         kb_name: str,
         done: frozenset[CaseKey],
         units: StageHandle,
@@ -335,7 +230,7 @@ class BenchmarkRunner:
             for plan in plans:
                 outcome = await evaluator.run(
                     plan,
-                    self._sources(plan, keys),
+                    unit_sources(plan, keys),
                     kb_name,
                     done,
                     on_result=(lambda r: journal.record_cases([r])) if journal else None,
@@ -357,7 +252,7 @@ class BenchmarkRunner:
                     run_unit_in_worker,
                     evaluator,
                     plan,
-                    self._sources(plan, keys),
+                    unit_sources(plan, keys),
                     kb_name,
                     done,
                 )
@@ -404,10 +299,13 @@ class BenchmarkRunner:
         if journaled:
             log.info("resuming: %d case results already in the journal", len(journaled))
         clock = time.perf_counter()
-        writer = self._document_writer(plans)
+        storage = DocumentStorage(self.store, self.settings)
+        writer = storage.background_writer(plans)
         try:
-            with self.progress.stage("documents", _document_count(plans), "documents") as stage:
-                keys, document_errors = self._write_documents(loaded, plans, writer)
+            with self.progress.stage("documents", document_count(plans), "documents") as stage:
+                keys, document_errors = storage.write(
+                    contents, loaded.document_sha256, plans, writer
+                )
                 stage.advance(len(keys) + len(document_errors))
             write_seconds = time.perf_counter() - clock
             kb_name = f"{manifest.name}-{self.recipe.name}"
@@ -418,7 +316,7 @@ class BenchmarkRunner:
                     kb_name,
                     frozenset(journaled),
                     units,
-                    written=self._written_store(contents, keys),
+                    written=storage.written_store(contents, keys),
                 )
             for evaluator in self.evaluators:
                 # Evaluators holding connections (an LLM judge) release them with this run's

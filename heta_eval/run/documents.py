@@ -1,0 +1,136 @@
+"""A run's documents in the object store: written under their raw keys
+(`raw/benchmarks/{benchmark}/{split}/{document_id}/{name}`), then handed to the builds.
+
+Documents held in memory are written by a separate process while the knowledge bases are
+built from the same bytes (`BackgroundStoreWriter`), when there are enough of them for the
+disk's metadata time to matter; the run waits for that process only before its report.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
+from heta_eval.kb.store import WrittenBytesStore
+from heta_eval.kb.store_writer import BackgroundStoreWriter
+from heta_eval.records import BenchmarkContents, BenchmarkDocument
+from heta_eval.run.settings import RunnerSettings
+from heta_eval.run.units import UnitPlan
+
+log = logging.getLogger(__name__)
+
+DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+# Below this many documents, writing them in a separate process saves less than it costs.
+BACKGROUND_WRITES_MIN_DOCUMENTS = 256
+
+DocumentKeys = dict[str, tuple[str, str]]
+"""document_id -> (raw key, sha256 of its bytes)."""
+
+
+def document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
+    """A document's bytes: held in memory, read from its path, or fetched from its URI."""
+    if document.data is not None:
+        return document.data
+    if document.path is not None:
+        return Path(document.path).read_bytes()
+    assert document.source_uri is not None
+    if offline and not document.source_uri.startswith("file:"):
+        raise ConnectionRefusedError(f"offline run: not fetching {document.source_uri}")
+    with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
+        return handle.read()
+
+
+def document_count(plans: Sequence[UnitPlan]) -> int:
+    """Distinct documents of the planned units (each is written once)."""
+    return len({d.document_id for plan in plans for d in plan.documents})
+
+
+def unit_sources(plan: UnitPlan, keys: DocumentKeys) -> list[RawSource]:
+    """The stored documents of one unit, as its build reads them."""
+    return [
+        RawSource(
+            key=keys[d.document_id][0],
+            document_id=d.document_id,
+            media_type=d.media_type,
+            sha256=keys[d.document_id][1],
+            metadata=d.metadata,
+        )
+        for d in plan.documents
+        if d.document_id in keys
+    ]
+
+
+class DocumentStorage:
+    """Writes the planned units' documents to the object store and gives the builds a store
+    that reads the just-written ones from memory."""
+
+    def __init__(self, store: ObjectStore, settings: RunnerSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    def background_writer(self, plans: Sequence[UnitPlan]) -> BackgroundStoreWriter | None:
+        """A writer process for the documents' bytes, when the builds that follow run in this
+        process (they read the same bytes from memory) and there are enough small files for
+        the disk's metadata time to matter; None to write them here, before the builds."""
+        if not isinstance(self.store, LocalObjectStore):
+            return None
+        if self.settings.workers > 1 and len(plans) > 1:
+            return None  # worker processes read the documents from the store
+        in_memory = {d.document_id for p in plans for d in p.documents if d.data is not None}
+        if len(in_memory) < BACKGROUND_WRITES_MIN_DOCUMENTS:
+            return None
+        return BackgroundStoreWriter(self.store.root)
+
+    def write(
+        self,
+        contents: BenchmarkContents,
+        digests: Mapping[str, str | None],
+        plans: Sequence[UnitPlan],
+        writer: BackgroundStoreWriter | None = None,
+    ) -> tuple[DocumentKeys, dict[str, str]]:
+        """Write the planned units' documents under their raw keys (those held in memory
+        through `writer`, when given: it finishes while the knowledge bases are built).
+
+        `digests` are the sha256 computed when the benchmark was read. Returns each
+        document's (raw key, sha256) and the documents that could not be stored, with why.
+        """
+        keys: DocumentKeys = {}
+        errors: dict[str, str] = {}
+        for plan in plans:
+            for document in plan.documents:
+                if document.document_id in keys or document.document_id in errors:
+                    continue
+                key = document.raw_key(contents.manifest)
+                try:
+                    data = document_bytes(document, self.settings.offline)
+                    if writer is not None and document.data is not None:
+                        writer.put(key, data)
+                    else:
+                        self.store.put(key, data)
+                except Exception as exc:
+                    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+                        # Not this document's fault: every later one would fail too.
+                        where = getattr(self.store, "path_of", lambda k: k)(key)
+                        raise OSError(exc.errno, exc.strerror, str(where)) from exc
+                    errors[document.document_id] = f"{type(exc).__name__}: {exc}"
+                    log.warning("document %s could not be stored: %s", document.document_id, exc)
+                    continue
+                known = digests.get(document.document_id)
+                keys[document.document_id] = (key, known or hashlib.sha256(data).hexdigest())
+        if writer is not None:
+            writer.flush()
+        return keys, errors
+
+    def written_store(self, contents: BenchmarkContents, keys: DocumentKeys) -> ObjectStore:
+        """The store, reading the documents just written from the bytes held in memory."""
+        written = {
+            keys[d.document_id][0]: d.data
+            for d in contents.documents
+            if d.data is not None and d.document_id in keys
+        }
+        return WrittenBytesStore(self.store, written) if written else self.store
