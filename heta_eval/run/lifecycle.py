@@ -24,16 +24,18 @@ import hashlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from heta_eval import __version__
 from heta_eval.async_run import run_sync
+from heta_eval.run.artifacts import HtmlRenderer
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
     from heta_eval.records import EvaluationReport, RunIdentity
     from heta_eval.run.assembly import RunComponents
+    from heta_eval.run.runner import BenchmarkRunner, LoadedBenchmark
     from heta_eval.run.state import CompletionMarker, RunState
 
 log = logging.getLogger("heta_eval")
@@ -91,16 +93,14 @@ class RunLifecycle:
         self.sweep_id = sweep_id
         self.settings = components.settings
         self.tracker = components.tracker
+        self.renderer = HtmlRenderer()
 
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
-        from heta_eval.run.artifacts import HtmlRenderer
-
         connecting = threading.Thread(
             target=self.tracker.connect, name="tracker-connect", daemon=True
         )
         connecting.start()
-        self.renderer = HtmlRenderer()
         self.renderer.start()
         try:
             return await self._run(connecting)
@@ -137,7 +137,11 @@ class RunLifecycle:
     # -- evaluating -----------------------------------------------------------------------
 
     async def _evaluate(
-        self, runner: Any, loaded: Any, identity: RunIdentity, state: RunState
+        self,
+        runner: BenchmarkRunner,
+        loaded: LoadedBenchmark,
+        identity: RunIdentity,
+        state: RunState,
     ) -> EvaluationReport:
         from heta_eval.records import TrackingRef
         from heta_eval.run.artifacts import write_run_artifacts
