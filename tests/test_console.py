@@ -44,3 +44,13 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
         " · responses 48 hit(s), 0 miss(es)" in again.stdout
     )
     assert "tracking: tracking disabled" in again.stdout
+
+    # The first configuration again: reused, and said so; no build or cache counts of the
+    # old run presented as this one's.
+    reused = run_cli("runner.progress=off")
+    assert reused.returncode == 0, reused.stderr
+    assert "48 case results (0 failed) · nothing evaluated now" in reused.stdout
+    # (It reuses the second run, which evaluated the same identity again, untracked.)
+    assert "reused the result evaluated on " in reused.stdout
+    assert "): same configuration, data and code" in reused.stdout
+    assert "knowledge base(s)" not in reused.stdout and "cache (" not in reused.stdout

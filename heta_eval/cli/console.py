@@ -77,26 +77,31 @@ def print_summary(report: EvaluationReport) -> None:
     console.print(summary_table(report))
     evaluated = len(report.case_results)
     failed = len(report.failed_cases)
-    kbs = report.knowledge_base_manifests
-    built = [kb for kb in kbs if kb.cache_status != "hit"]
-    build = sum(kb.build_seconds for kb in built)
-    hits = len(kbs) - len(built)
-    loaded = f", {hits} loaded from the build cache" if hits else ""
-    console.print(
-        f"{evaluated} case results ({failed} failed) · "
-        f"{len(kbs)} knowledge base(s): {len(built)} built in {build:.2f}s{loaded}"
-    )
     reused = reuse_line(report)
     if reused:
+        # Nothing was built, queried or cached now: the counts below would be the old run's.
+        console.print(f"{evaluated} case results ({failed} failed) · nothing evaluated now")
         console.print(reused, soft_wrap=True)
-    resumed = report.run.resumed_cases
-    if resumed:
-        console.print(f"{resumed} case results taken from the journal of an interrupted run")
-    if report.run.retried_cases:
+    else:
+        kbs = report.knowledge_base_manifests
+        built = [kb for kb in kbs if kb.cache_status != "hit"]
+        build = sum(kb.build_seconds for kb in built)
+        hits = len(kbs) - len(built)
+        loaded = f", {hits} loaded from the build cache" if hits else ""
         console.print(
-            f"{report.run.retried_cases} failed case results of an earlier attempt retried"
+            f"{evaluated} case results ({failed} failed) · "
+            f"{len(kbs)} knowledge base(s): {len(built)} built in {build:.2f}s{loaded}"
         )
-    console.print(cache_line(report), soft_wrap=True)
+        if report.run.resumed_cases:
+            console.print(
+                f"{report.run.resumed_cases} case results taken from the journal of an "
+                "interrupted run"
+            )
+        if report.run.retried_cases:
+            console.print(
+                f"{report.run.retried_cases} failed case results of an earlier attempt retried"
+            )
+        console.print(cache_line(report), soft_wrap=True)
     print_document_errors(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
