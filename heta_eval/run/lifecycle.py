@@ -191,10 +191,18 @@ class RunLifecycle:
             marker.report_id,
             marker.tracking_run_id,
         )
+        when = marker.finished_at.strftime("%Y-%m-%d %H:%M:%S %Z")
+        origin = f"run {marker.tracking_run_id}" if marker.tracking_run_id else "an untracked run"
         tags = {
             REUSED_TAG: marker.tracking_run_id or "",
             "heta_eval.reused_from.report_id": marker.report_id,
             "heta_eval.reused_from.finished_at": marker.finished_at.isoformat(),
+            # The run's description in the MLflow UI: nothing was evaluated in this run.
+            "mlflow.note.content": (
+                f"Reused result: the same configuration, data and code were evaluated by "
+                f"{origin} on {when} (report {marker.report_id}); this run evaluated nothing "
+                "and logs that result. runner.resume=false evaluates again."
+            ),
         }
         self._start_tracking(tags)
         run = previous.run.model_copy(

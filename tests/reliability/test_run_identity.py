@@ -201,6 +201,7 @@ def test_a_reused_result_is_a_run_in_the_tracker_that_asked_for_it(tmp_path: Pat
     assert f"(run {reused.info.run_id})" in again.stdout
     assert reused.info.status == "FINISHED"
     assert reused.data.tags[REUSED_TAG] == original.info.run_id
+    assert f"evaluated by run {original.info.run_id}" in reused.data.tags["mlflow.note.content"]
     assert reused.data.metrics == original.data.metrics
     client = MlflowClient(tracking_uri=other_uri)
     names = {a.path for a in client.list_artifacts(reused.info.run_id)}
