@@ -6,7 +6,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -43,6 +43,10 @@ class CaseJournal:
         self.identity = identity
         self.retried = 0
         self._handle: IO[str] | None = None
+        # Called once, before the first line is written: the lifecycle waits there for a
+        # tracking run started in the background, so that whatever a rerun could resume
+        # belongs to a tracking run that exists and is saved in the run state.
+        self.before_first_write: Callable[[], object] | None = None
 
     def read(self) -> tuple[dict[CaseKey, EvaluationCaseResult], dict[str, KnowledgeBaseManifest]]:
         """Final results and unit manifests recorded so far (empty for a new journal)."""
@@ -90,6 +94,9 @@ class CaseJournal:
         self._write_lines(json.dumps(line) for line in lines)
 
     def _write_lines(self, lines: Iterable[str]) -> None:
+        if self.before_first_write is not None:
+            wait, self.before_first_write = self.before_first_write, None
+            wait()
         try:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -166,8 +166,10 @@ class RunLifecycle:
         previous = state.tracking_run(self.tracker.uri)
         if previous is None or not self.tracker.resume(previous):
             if self.worker is not None:
-                # Nothing waits for MLflow here: the worker saves the run id itself.
+                # Nothing waits for MLflow here: the worker saves the run id itself, and
+                # the first result journaled waits until it has.
                 self._start_tracking(state_dir=state.directory)
+                journal.before_first_write = lambda: self.tracker.run_id
             else:
                 self._start_tracking()
                 state.save_tracking_run(self.tracker.uri, self.tracker.run_id)

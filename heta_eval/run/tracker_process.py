@@ -213,8 +213,17 @@ class TrackerProcess:
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
+        self._release(worker)
+
+    def _release(self, worker: subprocess.Popen[str]) -> None:
+        """Join the threads reading a worker that has exited, close its pipes."""
         for thread in self._threads:
             thread.join(timeout=5)
+        self._threads = []
+        for stream in (worker.stdin, worker.stdout, worker.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()
 
     # -- talking to the worker ----------------------------------------------------------
 
@@ -291,6 +300,7 @@ class TrackerProcess:
             with contextlib.suppress(OSError):
                 worker.kill()
             worker.wait()
+            self._release(worker)
             status = f", exit status {worker.returncode}"
         else:
             status = ""
