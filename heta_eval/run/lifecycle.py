@@ -167,9 +167,9 @@ class RunLifecycle:
         if previous is None or not self.tracker.resume(previous):
             if self.worker is not None:
                 # Nothing waits for MLflow here: the worker saves the run id itself, and
-                # the first result journaled waits until it has.
+                # the journal keeps results in memory until it has.
                 self._start_tracking(state_dir=state.directory)
-                journal.before_first_write = lambda: self.tracker.run_id
+                journal.tracking_started = self.worker.run_started
             else:
                 self._start_tracking()
                 state.save_tracking_run(self.tracker.uri, self.tracker.run_id)
@@ -179,6 +179,8 @@ class RunLifecycle:
             report = report.model_copy(
                 update={"run": report.run.model_copy(update={"tracking": tracking})}
             )
+            if self.worker is not None:
+                self.worker.prepare_report(report)  # read there while the files are written
             paths = write_run_artifacts(
                 report, self.settings.output_dir, self.components.resolved, self.renderer
             )
@@ -228,6 +230,8 @@ class RunLifecycle:
             }
         )
         report = previous.model_copy(update={"run": run})
+        if self.worker is not None:
+            self.worker.prepare_report(report)
         try:
             paths = write_run_artifacts(
                 report, self.settings.output_dir, self.components.resolved, self.renderer

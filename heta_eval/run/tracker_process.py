@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from heta_eval.config.secrets import scrub, secret_values
+from heta_eval.run import tracker_worker
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WORKER = "heta_eval.run.tracker_worker"
+WORKER = tracker_worker.MODULE
 CALL_TIMEOUT = 600.0  # seconds for one answer: a slow server's retries, large artifacts
 STDERR_LINES = 20  # the worker's last stderr lines, kept to say why it died
 
@@ -75,8 +76,12 @@ class TrackerProcess:
         self._waiting: deque[str] = deque()  # calls sent whose answers are not read yet
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._run_id: str | None = None
+        self._failed: TrackerWorkerError | None = None  # raised by the next `run_id`
+        self._prepared: EvaluationReport | None = None  # the report the worker has
         self._in_process = False
-        self._begun: tuple[str, Any] | None = None  # ("start", kwargs) or ("resume", run id)
+        # What the run asked for, to redo in-process if the worker goes away:
+        # ("start", (kwargs, state_dir)) or ("resume", run id).
+        self._begun: tuple[str, Any] | None = None
 
     @classmethod
     def for_components(cls, components: RunComponents) -> TrackerProcess | None:
@@ -92,6 +97,9 @@ class TrackerProcess:
     @property
     def run_id(self) -> str | None:  # type: ignore[override]
         """The run's id; waits for the worker's answers still outstanding."""
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
         if not self._in_process and self._waiting:
             try:
                 self._drain()
@@ -99,19 +107,28 @@ class TrackerProcess:
                 self._fail_over(gone)
         return self._local.run_id if self._in_process else self._run_id
 
+    def run_started(self, wait: bool = False) -> bool:
+        """Whether the run exists and its id is saved (the worker answered `start`); with
+        `wait`, wait until it does. Never raises: a failed start is raised by `run_id`."""
+        if self._in_process:
+            return True
+        try:
+            self._drain(block=wait)
+        except _WorkerGone as gone:
+            self._fail_over(gone)
+            return True
+        except TrackerWorkerError as exc:
+            self._failed = exc
+            return True
+        return "start" not in self._waiting
+
     def connect(self) -> None:
         """Start the worker (it imports MLflow and opens the store); returns at once."""
         if self._worker is not None or self._in_process:
             return
         try:
-            self._worker = subprocess.Popen(
-                [sys.executable, "-m", WORKER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-            )
+            early = tracker_worker.take_early() if WORKER == tracker_worker.MODULE else None
+            self._worker = early or tracker_worker.spawn(WORKER)
         except OSError as exc:
             log.warning("MLflow tracking worker not started (%s); tracking in-process", exc)
             self._in_process = True
@@ -166,13 +183,25 @@ class TrackerProcess:
                 self._fail_over(gone)
         return self._local.resume(run_id)
 
+    def prepare_report(self, report: EvaluationReport) -> None:
+        """Send `report` ahead of `log_report`, for the worker to read it meanwhile."""
+        if self._in_process:
+            return
+        try:
+            self._send({"op": "report", "report": report.model_dump_json()})
+            self._prepared = report
+        except _WorkerGone as gone:
+            self._fail_over(gone)
+
     def log_report(self, report: EvaluationReport, artifacts: Mapping[str, Path]) -> None:
         if not self._in_process:
-            call = {
+            call: dict[str, Any] = {
                 "op": "log_report",
-                "report": report.model_dump_json(),
                 "artifacts": {name: str(path) for name, path in artifacts.items()},
             }
+            if report is not self._prepared:
+                call["report"] = report.model_dump_json()
+            self._prepared = None
             try:
                 self._ask(call)
                 return
@@ -198,8 +227,9 @@ class TrackerProcess:
         return self._local.describe()
 
     def close(self) -> None:
-        """Stop the worker: at once when it has nothing left to do but connect, else once
-        its outstanding calls are done (its input closed, it exits by itself)."""
+        """Stop the worker: at once when every call was answered or it has nothing left to
+        do but connect, else once its outstanding calls are done (its input closed, it
+        exits by itself)."""
         worker, self._worker = self._worker, None
         if worker is None:
             return
@@ -242,14 +272,17 @@ class TrackerProcess:
         self._send(message)
         return self._drain()
 
-    def _drain(self) -> Any:
-        """Read the outstanding answers, in order; the last one's value. An error of an
-        earlier call (a `start` sent without waiting) raises here, once."""
+    def _drain(self, block: bool = True) -> Any:
+        """Read the outstanding answers, in order (without `block`, those already there);
+        the last one's value. An error of an earlier call (a `start` sent without waiting)
+        raises here, once."""
         value: Any = None
         while self._waiting:
             try:
-                answer = self._answers.get(timeout=self.timeout)
+                answer = self._answers.get(block, timeout=self.timeout if block else None)
             except queue.Empty:
+                if not block:
+                    return value
                 raise _WorkerGone(
                     f"did not answer {self._waiting[0]!r} within {self.timeout:.0f} s"
                 ) from None

@@ -4,7 +4,8 @@
 It imports MLflow at once, then reads JSON lines from its input. The first is
 `{"op": "init", "spec": TRACKING SPEC, "log_level": N}`: it creates the tracker from the spec
 (the unmasked `tracking` config, never written anywhere) and connects it. Each later line is
-a call, `{"op": "start" | "resume" | "log_report" | "end" | "describe", ...}`. Every line,
+a call, `{"op": "start" | "resume" | "report" | "log_report" | "end" | "describe", ...}`
+(`report` sends the report ahead, to be read while the artifacts are written). Every line,
 the first included, gets one answer line, in order: `{"value": ..., "run_id": ...}` or
 `{"error": "Type: message", "run_id": ...}`. Log records of level `log_level` and above go
 out between answers as `{"log": [LOGGER, LEVEL, MESSAGE]}`.
@@ -12,6 +13,10 @@ out between answers as `{"log": [LOGGER, LEVEL, MESSAGE]}`.
 Its input closing (the run ended, or its process was killed) ends it once the calls already
 read are done, without ending the tracking run: a killed evaluation's run stays RUNNING and
 its rerun continues it. Ctrl-C is left to the run's process, which ends the run with FAILED.
+
+The `heta-eval` command starts it before Hydra composes the configuration (`start_early`),
+for the run to adopt (`take_early`): this module imports nothing but the standard library
+until it runs as the worker.
 """
 
 from __future__ import annotations
@@ -20,10 +25,50 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import IO, Any
+
+MODULE = "heta_eval.run.tracker_worker"
+_early: subprocess.Popen[str] | None = None
+
+
+def spawn(module: str = MODULE) -> subprocess.Popen[str]:
+    """Start a worker with its own pipes (none of this process's streams inherited)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+
+
+def start_early() -> None:
+    """Start the worker of the run this process is about to make, so that MLflow's import
+    overlaps composing the configuration too; a worker never taken ends with this process
+    (its input closes)."""
+    global _early
+    if _early is None:
+        try:
+            _early = spawn()
+        except OSError:
+            _early = None
+
+
+def take_early() -> subprocess.Popen[str] | None:
+    """The worker `start_early` started, if it is still running (once)."""
+    global _early
+    worker, _early = _early, None
+    if worker is not None and worker.poll() is not None:
+        for stream in (worker.stdin, worker.stdout, worker.stderr):
+            if stream is not None:
+                stream.close()
+        return None
+    return worker
 
 
 class _Channel:
@@ -67,7 +112,7 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _call(tracker: Any, call: dict[str, Any]) -> Any:
+def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
     op = call["op"]
     if op == "start":
         tracker.start(
@@ -85,10 +130,14 @@ def _call(tracker: Any, call: dict[str, Any]) -> Any:
         return None
     if op == "resume":
         return bool(tracker.resume(call["run_id"]))
-    if op == "log_report":
+    if op in ("report", "log_report") and "report" in call:
         from heta_eval.records import EvaluationReport
 
-        report = EvaluationReport.model_validate_json(call["report"])
+        kept["report"] = EvaluationReport.model_validate_json(call["report"])
+    if op == "report":
+        return None
+    if op == "log_report":
+        report = kept.pop("report")
         artifacts = {name: Path(path) for name, path in call["artifacts"].items()}
         tracker.log_report(report, artifacts)
         return None
@@ -130,9 +179,10 @@ def main() -> int:
         channel.send({"error": _error(exc), "run_id": None})
         return 1
     channel.send({"value": "ready", "run_id": tracker.run_id})
+    kept: dict[str, Any] = {}
     for line in sys.stdin:
         try:
-            value = _call(tracker, json.loads(line))
+            value = _call(tracker, json.loads(line), kept)
         except Exception as exc:
             channel.send({"error": _error(exc), "run_id": tracker.run_id})
         else:
