@@ -2,10 +2,12 @@
 
 Importing MLflow, opening its store and creating the run cost about two seconds of Python;
 in a thread of the run's process they would hold the GIL the benchmark load needs.
-`TrackerProcess` starts `python -m heta_eval.run.tracker_worker` when the run starts, which
-does all of that on another core while this process loads and evaluates: `start` is sent
-without waiting (the worker saves the run id into the run state itself), and only the calls
-that need an answer (`resume`, `log_report`, `end`, `describe`, reading `run_id`) wait.
+`TrackerProcess` starts `python -m heta_eval.run.tracker_worker` when the run starts (or
+adopts the one `heta-eval` started before composing its configuration), which does all of
+that on another core while this process loads and evaluates: `start` is sent without
+waiting (the worker saves the run id into the run state itself; the journal holds results
+in memory until it has), and only the calls that need an answer (`resume`, `log_report`,
+`end`, `describe`, reading `run_id`) wait.
 
 The worker has its own pipes: nothing of ours is inherited, so a killed run leaves no
 process holding its output open, and the worker, seeing its input close, exits without
