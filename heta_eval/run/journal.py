@@ -6,8 +6,7 @@ import contextlib
 import json
 import logging
 import os
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -16,8 +15,6 @@ from pydantic import ValidationError
 from heta_eval.records import EvaluationCaseResult, KnowledgeBaseManifest
 
 log = logging.getLogger(__name__)
-# Seconds of results kept in memory while the tracking run is being started elsewhere.
-HOLD_SECONDS = 1.0
 
 CaseKey = tuple[str, str, str]
 """(unit_id, case_id, query_mode): how case results are identified and paired."""
@@ -46,13 +43,6 @@ class CaseJournal:
         self.identity = identity
         self.retried = 0
         self._handle: IO[str] | None = None
-        # Set when the tracking run is started in the background: lines are held in memory
-        # until `tracking_started(wait)` says the run exists and is saved in the run state,
-        # so that whatever a rerun could resume belongs to that run. After HOLD_SECONDS,
-        # or at `close`, the next write waits for it (a kill loses little work).
-        self.tracking_started: Callable[[bool], bool] | None = None
-        self._held: list[str] = []
-        self._held_since: float | None = None
 
     def read(self) -> tuple[dict[CaseKey, EvaluationCaseResult], dict[str, KnowledgeBaseManifest]]:
         """Final results and unit manifests recorded so far (empty for a new journal)."""
@@ -99,15 +89,7 @@ class CaseJournal:
     def _write(self, lines: Iterable[dict]) -> None:
         self._write_lines(json.dumps(line) for line in lines)
 
-    def _write_lines(self, lines: Iterable[str], wait: bool = False) -> None:
-        if self.tracking_started is not None:
-            self._held.extend(lines)
-            now = time.monotonic()
-            self._held_since = self._held_since or now
-            if not self.tracking_started(wait or now - self._held_since >= HOLD_SECONDS):
-                return
-            self.tracking_started = None
-            lines, self._held = self._held, []
+    def _write_lines(self, lines: Iterable[str]) -> None:
         try:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,8 +119,6 @@ class CaseJournal:
 
     def close(self) -> None:
         """Flush to disk and close."""
-        if self.tracking_started is not None:
-            self._write_lines([], wait=True)
         if self._handle is not None:
             handle, self._handle = self._handle, None
             try:

@@ -166,10 +166,11 @@ class RunLifecycle:
         previous = state.tracking_run(self.tracker.uri)
         if previous is None or not self.tracker.resume(previous):
             if self.worker is not None:
-                # Nothing waits for MLflow here: the worker saves the run id itself, and
-                # the journal keeps results in memory until it has.
+                # Nothing waits for MLflow here: the worker saves the run id itself. The
+                # runner waits for it once the documents are written: a run killed while
+                # evaluating has its tracking run, which its rerun continues.
                 self._start_tracking(state_dir=state.directory)
-                journal.tracking_started = self.worker.run_started
+                runner.before_units = lambda: self.tracker.run_id
             else:
                 self._start_tracking()
                 state.save_tracking_run(self.tracker.uri, self.tracker.run_id)

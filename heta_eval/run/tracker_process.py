@@ -5,9 +5,9 @@ in a thread of the run's process they would hold the GIL the benchmark load need
 `TrackerProcess` starts `python -m heta_eval.run.tracker_worker` when the run starts (or
 adopts the one `heta-eval` started before composing its configuration), which does all of
 that on another core while this process loads and evaluates: `start` is sent without
-waiting (the worker saves the run id into the run state itself; the journal holds results
-in memory until it has), and only the calls that need an answer (`resume`, `log_report`,
-`end`, `describe`, reading `run_id`) wait.
+waiting (the worker saves the run id into the run state itself; the runner waits for it
+once the documents are written, before building and querying), and only the calls that need
+an answer (`resume`, `log_report`, `end`, `describe`, reading `run_id`) wait.
 
 The worker has its own pipes: nothing of ours is inherited, so a killed run leaves no
 process holding its output open, and the worker, seeing its input close, exits without
@@ -78,7 +78,6 @@ class TrackerProcess:
         self._waiting: deque[str] = deque()  # calls sent whose answers are not read yet
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._run_id: str | None = None
-        self._failed: TrackerWorkerError | None = None  # raised by the next `run_id`
         self._prepared: EvaluationReport | None = None  # the report the worker has
         self._in_process = False
         # What the run asked for, to redo in-process if the worker goes away:
@@ -99,30 +98,12 @@ class TrackerProcess:
     @property
     def run_id(self) -> str | None:  # type: ignore[override]
         """The run's id; waits for the worker's answers still outstanding."""
-        if self._failed is not None:
-            failed, self._failed = self._failed, None
-            raise failed
         if not self._in_process and self._waiting:
             try:
                 self._drain()
             except _WorkerGone as gone:
                 self._fail_over(gone)
         return self._local.run_id if self._in_process else self._run_id
-
-    def run_started(self, wait: bool = False) -> bool:
-        """Whether the run exists and its id is saved (the worker answered `start`); with
-        `wait`, wait until it does. Never raises: a failed start is raised by `run_id`."""
-        if self._in_process:
-            return True
-        try:
-            self._drain(block=wait)
-        except _WorkerGone as gone:
-            self._fail_over(gone)
-            return True
-        except TrackerWorkerError as exc:
-            self._failed = exc
-            return True
-        return "start" not in self._waiting
 
     def connect(self) -> None:
         """Start the worker (it imports MLflow and opens the store); returns at once."""
@@ -274,17 +255,14 @@ class TrackerProcess:
         self._send(message)
         return self._drain()
 
-    def _drain(self, block: bool = True) -> Any:
-        """Read the outstanding answers, in order (without `block`, those already there);
-        the last one's value. An error of an earlier call (a `start` sent without waiting)
-        raises here, once."""
+    def _drain(self) -> Any:
+        """Read the outstanding answers, in order; the last one's value. An error of an
+        earlier call (a `start` sent without waiting) raises here, once."""
         value: Any = None
         while self._waiting:
             try:
-                answer = self._answers.get(block, timeout=self.timeout if block else None)
+                answer = self._answers.get(timeout=self.timeout)
             except queue.Empty:
-                if not block:
-                    return value
                 raise _WorkerGone(
                     f"did not answer {self._waiting[0]!r} within {self.timeout:.0f} s"
                 ) from None
