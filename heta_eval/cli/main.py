@@ -128,10 +128,21 @@ def describe_write_error(exc: OSError) -> str:
     )
 
 
+# Arguments after which no tracked run follows: no tracker worker is started early for them.
+_NOT_A_TRACKED_RUN = {"--help", "-h", "--hydra-help", "--cfg", "-c", "--shell-completion", "-sc"}
+_NOT_A_TRACKED_RUN |= {"--info", "tracking=none", "runner.dry_run=true"}
+
+
 def main() -> None:
     """Console entry point of `heta-eval` (`--info` lists the options, before Hydra starts)."""
     if "--info" in sys.argv[1:]:
         from heta_eval.cli.info import main as info
 
         sys.exit(info(config_dir()))
+    if not _NOT_A_TRACKED_RUN & set(sys.argv[1:]):
+        from heta_eval.run.tracker_worker import start_early
+
+        # MLflow's import (two seconds) starts now, on another core, not once the
+        # configuration is composed and the run begins.
+        start_early()
     _hydra_main()

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig
@@ -63,6 +63,9 @@ class RunComponents:
     tracker: Tracker
     resolved: dict[str, Any]
     config_hash: str
+    # The unmasked `tracking` spec the tracker was created from (the tracker worker process
+    # creates the same tracker from it); only ever sent through a pipe, never written.
+    tracking_spec: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def top_k(self) -> int:
@@ -225,4 +228,5 @@ def assemble(cfg: DictConfig) -> RunComponents:
         tracker=tracker,
         resolved=masked,
         config_hash=config_hash(masked),
+        tracking_spec=dict(resolved["tracking"]),
     )

@@ -3,15 +3,18 @@
 `evaluate()` is the library's entry point and what the CLI and every sweep job call. The
 order of a run:
 
-1. the tracker connects in a background thread (importing MLflow and opening its store is
-   most of a small run's overhead) while the benchmark loads;
+1. an MLflow tracker starts in a worker process (`run.tracker_process`: importing MLflow,
+   opening its store and creating the run are most of a small run's overhead, done there on
+   another core while this process loads and evaluates); another tracker connects in a
+   background thread while the benchmark loads;
 2. under a lock per configuration and code, the benchmark is loaded and its content digested:
    with the configuration and code digests this is the run's identity;
 3. a finished evaluation of the same identity, whose report proves itself and has no failed
    case, is reused: a new tracking run (a child of the sweep's parent in a sweep) gets the
    same metrics and artifacts, tagged with where they come from, and the terminal says so;
 4. otherwise the journal of this identity is resumed (final results replayed, failed ones
-   evaluated again) or a fresh evaluation starts, tracked from its start;
+   evaluated again) or a fresh evaluation starts, tracked from its start (the tracking run
+   exists, and its id is saved in the run state, even if the evaluation is killed);
 5. report.json, report.html and config.resolved.yaml are written once, logged, and the
    completion marker records the identity and the report's digest;
 6. `runner.max_failure_rate` is checked, for evaluated and reused results alike.
@@ -31,12 +34,16 @@ from heta_eval.async_run import run_sync
 from heta_eval.run.artifacts import HtmlRenderer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from omegaconf import DictConfig
 
     from heta_eval.records import EvaluationReport, RunIdentity
     from heta_eval.run.assembly import RunComponents
     from heta_eval.run.runner import BenchmarkRunner, LoadedBenchmark
     from heta_eval.run.state import CompletionMarker, RunState
+    from heta_eval.run.tracker_process import TrackerProcess
+    from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger("heta_eval")
 
@@ -92,22 +99,33 @@ class RunLifecycle:
         self.parent_run_id = parent_run_id
         self.sweep_id = sweep_id
         self.settings = components.settings
-        self.tracker = components.tracker
+        self.tracker: Tracker = components.tracker
+        self.worker: TrackerProcess | None = None
         self.renderer = HtmlRenderer()
 
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
-        connecting = threading.Thread(
-            target=self.tracker.connect, name="tracker-connect", daemon=True
-        )
-        connecting.start()
+        from heta_eval.run.tracker_process import TrackerProcess
+
+        connecting: threading.Thread | None = None
+        self.worker = TrackerProcess.for_components(self.components)
+        if self.worker is not None:
+            self.tracker = self.worker
+            self.worker.connect()  # starts the worker process and returns
+        else:
+            connecting = threading.Thread(
+                target=self.tracker.connect, name="tracker-connect", daemon=True
+            )
+            connecting.start()
         self.renderer.start()
         try:
             return await self._run(connecting)
         finally:
             self.renderer.close()
+            if self.worker is not None:
+                self.worker.close()
 
-    async def _run(self, connecting: threading.Thread) -> EvaluationReport:
+    async def _run(self, connecting: threading.Thread | None) -> EvaluationReport:
         from heta_eval.run.identity import components_code_digest, run_identity
         from heta_eval.run.state import RunState, configuration_lock
 
@@ -121,7 +139,8 @@ class RunLifecycle:
             if not self.settings.resume:
                 state.reset()
             completed = state.completed()
-            connecting.join()
+            if connecting is not None:
+                connecting.join()
             if completed is not None:
                 marker, previous = completed
                 if not previous.failed_cases:
@@ -151,11 +170,23 @@ class RunLifecycle:
         runner.journal = journal
         previous = state.tracking_run(self.tracker.uri)
         if previous is None or not self.tracker.resume(previous):
-            self._start_tracking()
-            state.save_tracking_run(self.tracker.uri, self.tracker.run_id)
-        tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)
+            if self.worker is not None:
+                # Nothing waits for MLflow here: the worker saves the run id itself. The
+                # runner waits for it once the documents are written: a run killed while
+                # evaluating has its tracking run, which its rerun continues.
+                self._start_tracking(state_dir=state.directory)
+                runner.before_units = lambda: self.tracker.run_id
+            else:
+                self._start_tracking()
+                state.save_tracking_run(self.tracker.uri, self.tracker.run_id)
         try:
-            report = await runner.evaluate(loaded, identity=identity, tracking=tracking)
+            report = await runner.evaluate(loaded, identity=identity)
+            tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)
+            report = report.model_copy(
+                update={"run": report.run.model_copy(update={"tracking": tracking})}
+            )
+            if self.worker is not None:
+                self.worker.prepare_report(report)  # read there while the files are written
             paths = write_run_artifacts(
                 report, self.settings.output_dir, self.components.resolved, self.renderer
             )
@@ -213,6 +244,8 @@ class RunLifecycle:
             }
         )
         report = previous.model_copy(update={"run": run})
+        if self.worker is not None:
+            self.worker.prepare_report(report)
         try:
             paths = write_run_artifacts(
                 report, self.settings.output_dir, self.components.resolved, self.renderer
@@ -227,18 +260,28 @@ class RunLifecycle:
 
     # -- tracking ---------------------------------------------------------------------------
 
-    def _start_tracking(self, extra_tags: Mapping[str, str] | None = None) -> None:
+    def _start_tracking(
+        self, extra_tags: Mapping[str, str] | None = None, state_dir: Path | None = None
+    ) -> None:
         manifest = self.components.benchmark.manifest
         run_name = f"{manifest.name}/{self.components.recipe.name}"
         shown = [o for o in self.overrides if not o.lstrip("+~").startswith(_NOT_IN_RUN_NAME)]
         if shown:
             run_name += " " + ",".join(shown)
-        self.tracker.start(
-            run_name=run_name,
-            config=self.components.resolved,
-            tags={**self._tags(), **(extra_tags or {})},
-            parent_run_id=self.parent_run_id,
-        )
+        tags = {**self._tags(), **(extra_tags or {})}
+        config = self.components.resolved
+        if self.worker is not None:
+            self.worker.start(
+                run_name=run_name,
+                config=config,
+                tags=tags,
+                parent_run_id=self.parent_run_id,
+                state_dir=state_dir,
+            )
+        else:
+            self.tracker.start(
+                run_name=run_name, config=config, tags=tags, parent_run_id=self.parent_run_id
+            )
 
     def _tags(self) -> dict[str, str]:
         from heta_eval.code_identity import git_commit

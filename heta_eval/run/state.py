@@ -139,8 +139,7 @@ class RunState:
 
     def save_tracking_run(self, uri: str | None, run_id: str | None) -> None:
         """Remember the tracking run of this attempt."""
-        if run_id:
-            self._write(TRACKING, TrackingMarker(uri=uri, run_id=run_id).model_dump_json())
+        save_tracking_run(self.directory, uri, run_id)
 
     def mark_completed(
         self, report_path: Path, report: EvaluationReport, tracking_run_id: str | None
@@ -170,19 +169,30 @@ class RunState:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _write(self, name: str, text: str) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # A temporary name of its own: a crash never leaves half a marker.
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.directory / name)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        _write(self.directory, name, text)
+
+
+def save_tracking_run(directory: Path, uri: str | None, run_id: str | None) -> None:
+    """Remember the tracking run of an attempt in the state `directory` (`RunState`'s; the
+    tracker worker process calls it once it has started the run)."""
+    if run_id:
+        _write(directory, TRACKING, TrackingMarker(uri=uri, run_id=run_id).model_dump_json())
+
+
+def _write(directory: Path, name: str, text: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    # A temporary name of its own: a crash never leaves half a marker.
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, directory / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _first(exc: BaseException) -> str:

@@ -15,7 +15,8 @@ class Tracker(Protocol):
 
     `run_id` is None until `start` or `resume`; `uri` says where runs go (None: nowhere).
     `connect` does the slow part of getting ready (imports, opening the store) and may run
-    in a background thread while the benchmark loads; `start` waits for nothing else.
+    in a background thread while the benchmark loads; `start` waits for nothing else. (An
+    MlflowTracker runs in a worker process instead: `heta_eval.run.tracker_process`.)
     """
 
     run_id: str | None

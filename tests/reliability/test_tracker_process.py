@@ -1,0 +1,142 @@
+"""The MLflow tracker's worker process (heta_eval/run/tracker_process.py): a `heta-eval`
+killed mid-evaluation leaves a worker that exits by itself without ending the run, and the
+rerun continues that run; a worker that cannot start, or dies mid-run, is replaced by the
+in-process tracker, which continues the same run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from heta_eval import EvaluationReport, evaluate
+from heta_eval.run import tracker_process
+from heta_eval.run.tracker_process import TrackerProcess
+from heta_eval.tracking.mlflow_tracker import MlflowTracker
+
+from .conftest import mlflow_runs
+from .processes import SLOW_INDEX, run_cli, start_cli
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Tracker worker processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and tracker_process.WORKER.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has exited; only its reaping is left
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker through /proc")
+def test_a_killed_run_leaves_no_worker_and_its_rerun_continues_the_same_run(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "outputs"
+    # Units journal their results as they finish: 49 lines when all are done.
+    args = (
+        "benchmark=sample_units",
+        SLOW_INDEX,
+        "+recipe.indexes.bm25.seconds=0.05",
+        "runner.max_concurrent_queries=1",
+    )
+    victim = start_cli(root, tmp_path, *args)
+    deadline = time.monotonic() + 180
+    workers: list[int] = []
+    marker = None
+    while time.monotonic() < deadline and victim.poll() is None:
+        workers = workers or _workers_of(victim.pid)
+        journals = list((root / "state").glob("*/journal.jsonl"))
+        markers = list((root / "state").glob("*/tracking.json"))
+        if workers and markers and journals and journals[0].read_text().count("\n") >= 12:
+            marker = json.loads(markers[0].read_text())
+            break
+        time.sleep(0.05)
+    # Mid-evaluation: queries journaled, the worker saved the run it started.
+    assert marker is not None and victim.poll() is None, victim.communicate()
+    (worker,) = workers
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=30)  # returns: the worker holds none of the victim's pipes
+    assert victim.returncode == -9
+    deadline = time.monotonic() + 30
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker), "the tracker worker outlived the killed run"
+    (killed,) = mlflow_runs(root)
+    assert killed.info.run_id == marker["run_id"] and killed.info.status == "RUNNING"
+
+    rerun = run_cli(root, tmp_path, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resuming:" in rerun.stdout + rerun.stderr
+    report = EvaluationReport.read_json(rerun.report_path)
+    assert 10 <= report.run.resumed_cases < len(report.case_results)
+    (run,) = mlflow_runs(root)
+    assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
+    assert report.run.tracking.run_id == run.info.run_id
+    assert run.data.metrics["cases.resumed"] == report.run.resumed_cases
+
+
+def test_a_worker_that_cannot_start_leaves_tracking_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(tracker_process, "WORKER", "heta_eval.run.no_such_worker")
+    root = tmp_path / "outputs"
+    with caplog.at_level(logging.WARNING, logger="heta_eval"):
+        report = evaluate(overrides=[f"paths.root={root}", "runner.limit=3"])
+    assert "the MLflow tracking worker" in caplog.text
+    assert "tracking goes on in this process" in caplog.text
+    (run,) = mlflow_runs(root)
+    assert run.info.status == "FINISHED" and report.run.tracking.run_id == run.info.run_id
+    assert run.data.metrics["cases.evaluated"] == 3
+    (marker,) = (root / "state").glob("*/tracking.json")
+    assert json.loads(marker.read_text())["run_id"] == run.info.run_id
+    assert f"(run {run.info.run_id})" in report.run.tracking.where
+
+
+def test_a_worker_that_dies_mid_run_is_replaced_and_the_run_continues(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = {"_target_": "heta_eval.tracking.MlflowTracker", "root": str(tmp_path)}
+    proxy = TrackerProcess(MlflowTracker(root=tmp_path), spec, timeout=120)
+    proxy.connect()
+    try:
+        proxy.start(run_name="r", config={"a": 1}, tags={"t": "v"}, state_dir=tmp_path / "s")
+        run_id = proxy.run_id  # waits for the worker's answer
+        assert run_id is not None
+        saved = json.loads((tmp_path / "s" / "tracking.json").read_text())
+        assert saved["run_id"] == run_id
+        worker = proxy._worker
+        assert worker is not None
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        with caplog.at_level(logging.WARNING, logger="heta_eval"):
+            proxy.end("FINISHED")
+        assert "the MLflow tracking worker" in caplog.text and "exit status -9" in caplog.text
+        assert proxy.run_id == run_id and run_id in proxy.describe()
+    finally:
+        proxy.close()
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.params == {"a": "1"} and run.data.tags["t"] == "v"
+    assert len(mlflow_runs(tmp_path)) == 1
