@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from heta_eval.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from heta_eval.kb.answering import ExtractiveAnswerer, LLMAnswerer
@@ -53,22 +54,7 @@ _MODULES = {
     "heta_eval.kb.recipe": ("KnowledgeRecipe",),
     "heta_eval.kb.store": ("InvalidKeyError", "LocalObjectStore", "ObjectStore"),
 }
-_LAZY = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'heta_eval.kb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    # What `_target_` suggestions ("did you mean ...") list for a misspelt name.
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     "SEGMENTS_MEDIA_TYPE",

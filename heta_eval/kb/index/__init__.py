@@ -7,8 +7,9 @@ the sparse index; `dense` the embedding index, with its `encoders` and `embeddin
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from heta_eval.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from heta_eval.kb.index.base import Hits, IndexBuilder, SearchIndex
@@ -36,22 +37,7 @@ _MODULES = {
     ),
     "heta_eval.kb.index.fusion": ("ReciprocalRankFusion", "WeightedScoreFusion"),
 }
-_LAZY = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'heta_eval.kb.index' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    # What `_target_` suggestions ("did you mean ...") list for a misspelt name.
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     "BM25Index",
