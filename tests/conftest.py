@@ -20,6 +20,18 @@ SHARED = REPO.parent / "shared"
 SCIFACT = SHARED / "datasets" / "beir" / "scifact"
 
 
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment of a command a user runs: this one without MLflow's settings and
+    without `PYTEST_CURRENT_TEST` (with it, MLflow turns on checks meant for its own test
+    suite, which a user's run never has)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MLFLOW_") and k != "PYTEST_CURRENT_TEST"
+    }
+    return {**env, **extra}
+
+
 def job_logs(root: Path) -> str:
     """Every sweep job's `heta_eval.log` under `root`, to say why a job or a sweep failed."""
     return "\n".join(f"== {p}\n{p.read_text()}" for p in sorted(root.rglob("heta_eval.log")))
@@ -78,8 +90,7 @@ def run_cli(tmp_path: Path) -> CliRunner:
     def run(
         *args: str, root: Path | None = None, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-        env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+        env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning")
         flags = [a for a in args if a.startswith("-")]
         overrides = [a for a in args if not a.startswith("-")]
         root_override = f"paths.root={root or tmp_path / 'outputs'}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from mlflow import MlflowClient
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.records import EvaluationReport
 
-from .conftest import SHARED, CliRunner
+from .conftest import SHARED, CliRunner, user_env
 
 
 def _client(root: Path) -> MlflowClient:
@@ -139,7 +138,7 @@ def test_prepare_lists_resources_and_verifies_local_data(tmp_path: Path) -> None
             capture_output=True,
             text=True,
             timeout=120,
-            env={**os.environ, "HETA_EVAL_CACHE": str(tmp_path / "cache")},
+            env=user_env(HETA_EVAL_CACHE=str(tmp_path / "cache")),
         )
 
     listing = prepare("--list")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -31,13 +30,13 @@ from heta_eval.compare import (
 from heta_eval.evaluators.summary import summarize
 from heta_eval.records import BenchmarkManifest, EvaluationCaseResult, EvaluationScore, RunFacts
 
-from .conftest import CliRunner, load_recipe
+from .conftest import CliRunner, load_recipe, user_env
 
 UNDETERMINED = "?"
 
 
 def _compare_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     return subprocess.run(
         [sys.executable, "-m", "heta_eval.cli.compare", *args],

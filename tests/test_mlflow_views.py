@@ -10,7 +10,6 @@ the store that every test reads.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ from heta_eval.tracking.runs_frame import (
     write_frame,
 )
 from heta_eval.tracking.sweep import SWEEP_ID_FILE
+from tests.conftest import user_env
 
 from .test_report_html import run_heta_eval
 
@@ -142,7 +142,7 @@ def test_the_case_table_loads_with_mlflow_load_table(store: dict[str, Any]) -> N
         " 'modes': sorted(set(t['query_mode'])), 'ndcg': t['ndcg@10'].mean(),"
         " 'query': t.loc[t['case_id'] == 'astronomy-q01', 'query'].iloc[0]}))\n"
     )
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{store['root'] / 'mlflow.db'}"}
+    env = user_env(MLFLOW_TRACKING_URI=f"sqlite:///{store['root'] / 'mlflow.db'}")
     proc = subprocess.run(
         [sys.executable, "-c", code, run.info.run_id],
         env=env,
@@ -216,7 +216,7 @@ def test_load_runs_explains_what_is_missing(store: dict[str, Any], tmp_path: Pat
 
 
 def _runs_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     return subprocess.run(
         [sys.executable, "-m", "heta_eval.cli.runs", *args],
         env=env,

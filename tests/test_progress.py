@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from heta_eval.benchmarks.download import fetch_resource
 from heta_eval.progress import ProgressReporter, current, use
 from heta_eval.records import BenchmarkResource, EvaluationReport
 
-from .conftest import CliRunner
+from .conftest import CliRunner, user_env
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -79,7 +78,7 @@ def test_many_units_in_workers_report_units_done_and_results_do_not_change(
 
 def test_cli_run_on_a_forced_terminal_draws_bars(tmp_path: Path) -> None:
     # TTY_COMPATIBLE=1 is rich's documented switch for a terminal it cannot detect.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env |= {"TTY_COMPATIBLE": "1", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
     proc = subprocess.run(
         [sys.executable, "-m", "heta_eval", f"paths.root={tmp_path / 'out'}", "tracking=none"],

@@ -3,7 +3,6 @@ size, and rendered by headless Chromium into a screenshot that is not blank."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from mlflow import MlflowClient
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting import REPORT_HTML, render_html, write_html_report
 from heta_eval.reporting.data import WORST_CASES
+from tests.conftest import user_env
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Three query modes, an extractive answerer and answer metrics: every section has content.
@@ -28,7 +28,7 @@ SAMPLE_RUN = (
 
 def run_heta_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m heta_eval` with everything under `cwd/outputs` (as conftest's run_cli)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     flags = [a for a in args if a.startswith("-")]
     overrides = [a for a in args if not a.startswith("-")]

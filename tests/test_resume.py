@@ -5,7 +5,6 @@ sequential ones."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -20,13 +19,13 @@ from heta_eval.benchmarks import SampleBenchmark
 from heta_eval.records import EvaluationCaseResult
 from heta_eval.run.journal import CaseJournal
 
-from .conftest import REPO, load_recipe
+from .conftest import REPO, load_recipe, user_env
 
 SLOW = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
 
 
 def _cli(root: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env["PYTHONPATH"] = str(REPO)  # the test-only slow index lives in tests/
     return subprocess.Popen(
         [sys.executable, "-m", "heta_eval", f"paths.root={root}", *args],

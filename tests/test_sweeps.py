@@ -7,7 +7,6 @@ store they write is read back with MlflowClient.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import shutil
 import signal
@@ -39,7 +38,7 @@ from heta_eval.tracking.sweep_summary import (
     merge_job_records,
 )
 
-from .conftest import CliRunner, job_logs
+from .conftest import CliRunner, job_logs, user_env
 
 # A sweep whose second job fails at run time (its documents file does not exist), after
 # config validation: Hydra runs every job, then exits 1 without calling on_multirun_end.
@@ -202,7 +201,7 @@ def test_a_terminated_sweep_ends_its_runs_killed(tmp_path: Path) -> None:
     # SIGTERM (scancel, kill) would end Python without atexit; the callback turns it into an
     # exit that summarises and ends the parent, and ends the runs of killed local workers.
     root = tmp_path / "outputs"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     command = [sys.executable, "-m", "heta_eval", "-m", f"paths.root={root}"]
     command += ["hydra/launcher=local_parallel", "recipe.chunk_size=range(8,800,8)"]
@@ -234,10 +233,10 @@ def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_
     proc = run_cli("-m", "hydra/launcher=submitit_local", "recipe.chunk_size=16,32", timeout=120)
     assert proc.returncode == 0, proc.stderr
     (parent,), children = _runs(tmp_path / "outputs")
-    assert parent.info.status == "FINISHED" and parent.data.params["sweep.launcher"] == (
-        "submitit_local"
-    )
-    assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
+    why = proc.stderr + job_logs(tmp_path / "outputs")
+    assert parent.info.status == "FINISHED", why
+    assert parent.data.params["sweep.launcher"] == "submitit_local"
+    assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children), why
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert (Path(parent.data.tags["heta_eval.sweep_dir"]) / ".submitit").is_dir()
 

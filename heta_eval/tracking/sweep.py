@@ -275,8 +275,18 @@ class MlflowSweepCallback(Callback):
         self._disarm()
         status = "FINISHED"
         try:
-            if any(not row.ok for row in self._summarise()):
+            unfinished = [row for row in self._summarise() if not row.ok]
+            if unfinished:
                 status = "FAILED"  # a sweeper that tolerates failures (Optuna) got here
+                log.warning(
+                    "sweep run %s ends FAILED: %s",
+                    self._tracker.run_id,
+                    "; ".join(
+                        f"{row.run_name or row.run_id} is {row.status}"
+                        + (f" ({row.error})" if row.error else "")
+                        for row in unfinished
+                    ),
+                )
         except Exception as exc:  # the sweep ran; a missing summary does not fail it
             log.warning("could not summarise sweep run %s: %s", self._tracker.run_id, exc)
         try:

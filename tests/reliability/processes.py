@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..conftest import REPO
+from ..conftest import REPO, user_env
 
 # Test components (tests/faulty_components.py) are importable in the subprocesses.
 SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
@@ -22,7 +22,7 @@ SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
 
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment of a CLI subprocess: no MLFLOW_* of ours, tests/ importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env["PYTHONPATH"] = str(REPO)
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     env.update(extra)

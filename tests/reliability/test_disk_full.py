@@ -6,14 +6,13 @@ build cache entries), so that a rerun completes. The full disk is a file size li
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from heta_eval.run.journal import CaseJournal
 
-from ..conftest import CliRunner
+from ..conftest import CliRunner, user_env
 from .conftest import jsonl_args, read_report, report_path, write_jsonl
 
 # Runs `python -m heta_eval ARGS` with every file it writes limited to LIMIT bytes.
@@ -29,7 +28,7 @@ ARGS = ("tracking=none", "recipe.chunk_size=32")
 
 
 def _limited(tmp_path: Path, limit: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = user_env()
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     return subprocess.run(
         [sys.executable, "-c", LIMITED, str(limit), f"paths.root={tmp_path / 'outputs'}", *args],
