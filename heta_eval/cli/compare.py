@@ -1,4 +1,5 @@
-"""`heta-eval-compare`: compare runs case by case against a baseline, with paired tests."""
+"""`heta-eval-compare`: compare runs case by case against a baseline (or every pair), with
+paired tests."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from heta_eval.compare.loading import REPORT_FILE, CompareError, LoadedRun, load_reports
-from heta_eval.compare.paired import compare_reports
+from heta_eval.compare.paired import DEFAULT_MIN_OVERLAP, compare_reports
 from heta_eval.compare.render import rich_table, write_outputs
 
 PROG = "heta-eval-compare"
@@ -19,9 +20,10 @@ PROG = "heta-eval-compare"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Compare evaluation runs with a baseline: means with bootstrap CIs, paired "
-        "differences, McNemar / randomization tests with Holm's correction, wins/losses/ties. "
-        "Writes comparison.md, comparison.html and comparison.json.",
+        description="Compare evaluation runs with a baseline (or every pair): cases paired on "
+        "(unit, case), each run under its primary query mode; means and paired differences "
+        "with bootstrap CIs, McNemar / randomization tests with Holm's correction, "
+        "wins/losses/ties. Writes comparison.md, comparison.html and comparison.json.",
     )
     parser.add_argument(
         "runs",
@@ -32,9 +34,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--baseline",
-        default="0",
-        help="the run the others are compared with: its position among the runs (0 = the "
-        "first, the default) or its label, MLflow run id or report path",
+        help="the run the others are compared with: an override one run has (recipe=bm25), "
+        "its label, MLflow run id or report path, or its position (0 = the first, the default)",
+    )
+    parser.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="test every pair of runs instead of each run against the baseline",
+    )
+    parser.add_argument(
+        "--min-overlap",
+        type=float,
+        default=DEFAULT_MIN_OVERLAP,
+        help="cases of one run only are left out and reported; refuse when the cases every "
+        f"run has are fewer than this share of a run's cases (default {DEFAULT_MIN_OVERLAP})",
     )
     parser.add_argument(
         "--tracking-uri",
@@ -43,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--metrics",
-        help="comma-separated metrics to compare, e.g. bm25.ndcg@10,recall@100 (default: all "
-        "metrics every run has)",
+        help="comma-separated metrics: ndcg@10 (each run under its primary query mode, the "
+        "default for every metric all runs share), bm25.ndcg@10 (every run under mode bm25), "
+        "or one mode per run in the runs' order, bm25.ndcg@10:fusion.ndcg@10",
     )
     parser.add_argument(
         "--out", type=Path, help="output directory (default: outputs/comparisons/<timestamp>)"
@@ -62,7 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _baseline(value: str) -> int | str:
+def _baseline(value: str | None, all_pairs: bool) -> int | str | None:
+    if all_pairs:
+        if value is not None:
+            raise CompareError("--all-pairs tests every pair; it takes no --baseline")
+        return None
+    if value is None:
+        return 0
     if value.isdigit():
         return int(value)
     path = Path(value).expanduser()
@@ -99,6 +119,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """Load, compare, print and write; raises CompareError for anything the user must fix."""
     if args.resamples < 1:
         raise CompareError(f"--resamples must be >= 1, got {args.resamples}")
+    if not 0 <= args.min_overlap <= 1:
+        raise CompareError(f"--min-overlap must be within [0, 1], got {args.min_overlap}")
+    baseline = _baseline(args.baseline, args.all_pairs)
     metrics = None
     if args.metrics is not None:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -107,8 +130,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     runs = load_reports(args.runs, tracking_uri=args.tracking_uri)
     comparison = compare_reports(
         runs,
-        baseline=_baseline(args.baseline),
+        baseline=baseline,
         metrics=metrics,
+        min_overlap=args.min_overlap,
         resamples=args.resamples,
         seed=args.seed,
         alpha=args.alpha,

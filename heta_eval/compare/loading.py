@@ -6,17 +6,21 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from heta_eval.compare.labels import differing_labels, split_overrides
 from heta_eval.records import EvaluationReport
-from heta_eval.tracking.naming import metric_name
+from heta_eval.tracking.naming import flat_params
 
 REPORT_FILE = "report.json"
+CONFIG_FILE = "config.resolved.yaml"
+HYDRA_OVERRIDES = Path(".hydra") / "overrides.yaml"
+OVERRIDES_TAG = "heta_eval.overrides"  # set on each run by the lifecycle
 SWEEP_KIND = "sweep"
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -31,7 +35,9 @@ class LoadedRun:
 
     `source` is the reference as resolved (the report.json path or the MLflow run id);
     `run_id` is set for MLflow runs, `sweep_run_id` when the run was reached through a
-    sweep's parent run.
+    sweep's parent run. `overrides` are the command line's (Hydra) overrides and `config`
+    the flattened resolved config (MLflow params or config.resolved.yaml), both empty when
+    unknown; they name what differs between runs.
     """
 
     label: str
@@ -39,6 +45,8 @@ class LoadedRun:
     source: str
     run_id: str | None = None
     sweep_run_id: str | None = None
+    overrides: tuple[str, ...] = ()
+    config: Mapping[str, str] = field(default_factory=dict)
 
 
 def default_tracking_uri() -> str:
@@ -73,6 +81,25 @@ def _path_label(report: EvaluationReport, path: Path) -> str:
     return f"{name} ({path.parent.name})" if path.parent.name else name
 
 
+def _local_context(run_dir: Path) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The overrides (Hydra's .hydra/overrides.yaml) and flattened config
+    (config.resolved.yaml) written next to a report, when they are there and readable."""
+    import yaml
+
+    def load(path: Path) -> object:
+        try:
+            return yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return None
+
+    overrides = load(run_dir / HYDRA_OVERRIDES)
+    config = load(run_dir / CONFIG_FILE)
+    return (
+        tuple(str(o) for o in overrides) if isinstance(overrides, list) else (),
+        flat_params(config) if isinstance(config, dict) else {},
+    )
+
+
 def _load_path(ref: str) -> LoadedRun:
     path = Path(ref).expanduser()
     if path.is_dir():
@@ -86,7 +113,14 @@ def _load_path(ref: str) -> LoadedRun:
         )
     path = path.resolve()
     report = read_report(path)
-    return LoadedRun(label=_path_label(report, path), report=report, source=str(path))
+    overrides, config = _local_context(path.parent)
+    return LoadedRun(
+        label=_path_label(report, path),
+        report=report,
+        source=str(path),
+        overrides=overrides,
+        config=config,
+    )
 
 
 class _MlflowSource:
@@ -101,6 +135,8 @@ class _MlflowSource:
         from mlflow import MlflowClient
 
         logging.getLogger("alembic").setLevel(logging.WARNING)
+        # Downloading one small artifact per run needs no progress bar on stderr.
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
         self._tmp = tempfile.TemporaryDirectory(prefix="heta-eval-compare-")
@@ -146,44 +182,6 @@ class _MlflowSource:
         self._tmp.cleanup()
 
 
-def _metric_keys(report: EvaluationReport) -> list[tuple[str, str]]:
-    """(query_mode, metric) pairs of a report, in its summary's order."""
-    keys: dict[tuple[str, str], None] = {}
-    for key in report.score_details:
-        mode = next((m for m in report.query_modes if key.startswith(f"{m}.")), None)
-        mode, name = (mode, key[len(mode) + 1 :]) if mode else key.partition(".")[::2]
-        keys[(mode, name)] = None
-    for result in report.case_results:
-        for score in result.scores:
-            keys.setdefault((result.query_mode, score.name), None)
-    return list(keys)
-
-
-def select_metrics(
-    reports: Sequence[EvaluationReport], requested: Iterable[str] | None
-) -> list[tuple[str, str]]:
-    """(query_mode, metric) pairs every run has; `requested` names keys, bare or MLflow-safe."""
-    per_run = [_metric_keys(r) for r in reports]
-    common = [k for k in per_run[0] if all(k in keys for keys in per_run[1:])]
-    if requested is None:
-        if not common:
-            raise CompareError("the runs have no metric in common")
-        return common
-    chosen: list[tuple[str, str]] = []
-    for wanted in requested:
-        matches = [
-            (mode, name)
-            for mode, name in common
-            if wanted in (f"{mode}.{name}", name)
-            or wanted in (metric_name(f"{mode}.{name}"), metric_name(name))
-        ]
-        if not matches:
-            known = ", ".join(f"{m}.{n}" for m, n in common) or "none"
-            raise CompareError(f"unknown metric {wanted!r} (metrics all runs have: {known})")
-        chosen.extend(m for m in matches if m not in chosen)
-    return chosen
-
-
 def _unique_labels(runs: list[LoadedRun]) -> list[LoadedRun]:
     counts: dict[str, int] = {}
     for run in runs:
@@ -203,12 +201,34 @@ def _unique_labels(runs: list[LoadedRun]) -> list[LoadedRun]:
                 candidate = f"{label} #{n}"
             taken.add(candidate)
             label = candidate
-        unique.append(LoadedRun(label, run.report, run.source, run.run_id, run.sweep_run_id))
+        unique.append(replace(run, label=label))
     return unique
 
 
+def label_runs(runs: Sequence[LoadedRun]) -> list[LoadedRun]:
+    """The runs labelled by what differs between them (`recipe=bm25` against
+    `recipe=bm25_fusion`), else by their own names; labels are unique."""
+    labels = differing_labels([r.overrides for r in runs], [r.config for r in runs])
+    if labels is not None:
+        runs = [replace(run, label=label) for run, label in zip(runs, labels, strict=True)]
+    return _unique_labels(list(runs))
+
+
+def _mlflow_run(run: Any, source: _MlflowSource, sweep: str | None) -> LoadedRun:
+    run_id = run.info.run_id
+    return LoadedRun(
+        label=run.info.run_name or run_id,
+        report=source.report(run),
+        source=run_id,
+        run_id=run_id,
+        sweep_run_id=sweep,
+        overrides=tuple(split_overrides(run.data.tags.get(OVERRIDES_TAG, ""))),
+        config=dict(run.data.params),
+    )
+
+
 def load_reports(refs: Sequence[str], tracking_uri: str | None = None) -> list[LoadedRun]:
-    """Load the runs `refs` name, in order, with unique labels.
+    """Load the runs `refs` name, in order, labelled by what differs between them.
 
     A reference is a report.json, a run directory holding one, or an MLflow run id; a sweep's
     parent run (tag `heta_eval.kind=sweep`) stands for its child runs, ordered by start time.
@@ -230,26 +250,10 @@ def load_reports(refs: Sequence[str], tracking_uri: str | None = None) -> list[L
                 children = [c for c in source.children(run) if c.info.status == "FINISHED"]
                 if not children:
                     raise CompareError(f"sweep run {ref} has no finished child runs")
-                for child in children:
-                    runs.append(
-                        LoadedRun(
-                            label=child.info.run_name or child.info.run_id,
-                            report=source.report(child),
-                            source=child.info.run_id,
-                            run_id=child.info.run_id,
-                            sweep_run_id=ref,
-                        )
-                    )
+                runs.extend(_mlflow_run(child, source, ref) for child in children)
             else:
-                runs.append(
-                    LoadedRun(
-                        label=run.info.run_name or ref,
-                        report=source.report(run),
-                        source=ref,
-                        run_id=ref,
-                    )
-                )
+                runs.append(_mlflow_run(run, source, None))
     finally:
         if source is not None:
             source.close()
-    return _unique_labels(runs)
+    return label_runs(runs)

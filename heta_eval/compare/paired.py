@@ -1,44 +1,60 @@
-"""Pair case results across runs and test every run against a baseline, Holm-corrected.
+"""Test runs against a baseline (or every pair of runs) case by case, Holm-corrected.
 
-Cases are paired by (unit_id, case_id, query_mode); a metric `"{query_mode}.{metric}"` pairs
-the cases where both runs have a numeric value. Binary metrics get McNemar's exact test,
-anything else a paired randomisation (sign-flip) test on the per-case differences.
+Cases pair on (unit_id, case_id), each run read under the query mode its metric names (its
+primary mode by default; see `pairing`). A metric pairs the cases where both runs have a
+numeric value. Binary metrics get McNemar's exact test, anything else a paired
+randomisation (sign-flip) test on the per-case differences.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from heta_eval.compare.loading import CompareError, LoadedRun, select_metrics
+from heta_eval.compare.labels import override_items
+from heta_eval.compare.loading import CompareError, LoadedRun, label_runs
+from heta_eval.compare.pairing import CaseKey, case_overlap, select_metrics
 from heta_eval.evaluators.statistics import bootstrap_ci
 from heta_eval.records import EvaluationReport
 
 MCNEMAR = "McNemar exact"
 RANDOMIZATION = "paired randomization"
+DEFAULT_MIN_OVERLAP = 0.5
 _BLOCK_CELLS = 2_000_000  # sign-flip matrices are drawn in blocks of at most this many cells
-
-CaseKey = tuple[str, str, str]  # (unit_id, case_id, query_mode)
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RunCell(_Frozen):
-    """One run under one metric; the fields after `scored` compare it with the baseline."""
+class RunMean(_Frozen):
+    """One run under one metric: its mean and bootstrap CI over the compared cases."""
 
     run: str
+    query_mode: str
     mean: float | None
     ci_low: float | None = None
     ci_high: float | None = None
     scored: int
-    paired: int | None = None
-    excluded: int | None = None
+
+
+class PairTest(_Frozen):
+    """`run` against `baseline` under one metric: paired difference (run - baseline) with
+    its bootstrap CI, the test, Holm's adjusted p-value, and wins/losses/ties."""
+
+    run: str
+    baseline: str
+    run_mode: str
+    baseline_mode: str
+    paired: int
+    excluded: int
     difference: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
     test: str | None = None
     p_value: float | None = None
     p_holm: float | None = None
@@ -49,16 +65,25 @@ class RunCell(_Frozen):
 
 
 class MetricRow(_Frozen):
-    """A metric (`"{query_mode}.{metric}"`) across every compared run."""
+    """A metric across every compared run: `name` read under `modes` (one per run, in the
+    runs' order); `metric` is how it is shown (see pairing.MetricSpec)."""
 
     metric: str
-    cells: tuple[RunCell, ...]
+    name: str
+    modes: tuple[str, ...]
+    means: tuple[RunMean, ...]
+    tests: tuple[PairTest, ...]
 
-    def cell(self, run: str) -> RunCell:
-        return next(c for c in self.cells if c.run == run)
+    def mean(self, run: str) -> RunMean:
+        return next(m for m in self.means if m.run == run)
+
+    def test(self, run: str, baseline: str | None = None) -> PairTest:
+        return next(t for t in self.tests if t.run == run and baseline in (None, t.baseline))
 
 
 class RunInfo(_Frozen):
+    """A compared run: where it came from, what it evaluated, and the cases left out."""
+
     label: str
     source: str
     run_id: str | None = None
@@ -66,16 +91,24 @@ class RunInfo(_Frozen):
     report_id: str
     benchmark: str
     recipe: str
+    primary_query_mode: str
+    overrides: tuple[str, ...] = ()
+    cases: int
+    left_out: int
+    left_out_examples: tuple[str, ...] = ()
 
 
 class Comparison(_Frozen):
-    """Every number of a comparison: one row per metric, one cell per run."""
+    """Every number of a comparison: one row per metric; the runs' means and the tests of
+    each compared pair (against `baseline`, or every pair when `all_pairs`)."""
 
     runs: tuple[RunInfo, ...]
-    baseline: str
+    baseline: str | None
+    all_pairs: bool
     metrics: tuple[str, ...]
     rows: tuple[MetricRow, ...]
     cases: int
+    min_overlap: float
     resamples: int
     seed: int
     alpha: float
@@ -136,35 +169,16 @@ def randomization_test(differences: Sequence[float], resamples: int, seed: int) 
     return (extreme + 1) / (resamples + 1)
 
 
-def _case_values(report: EvaluationReport, label: str) -> dict[CaseKey, dict[str, float | None]]:
-    values: dict[CaseKey, dict[str, float | None]] = {}
-    for result in report.case_results:
+def _case_values(run: LoadedRun) -> dict[tuple[str, str, str], dict[str, float | None]]:
+    values: dict[tuple[str, str, str], dict[str, float | None]] = {}
+    for result in run.report.case_results:
         key = (result.unit_id, result.case_id, result.query_mode)
         if key in values:
-            raise CompareError(f"run {label!r} has more than one result for case {_show(key)}")
+            raise CompareError(
+                f"run {run.label!r} has more than one result for case {'/'.join(key)}"
+            )
         values[key] = {s.name: None if s.undetermined else s.value for s in result.scores}
     return values
-
-
-def _show(key: CaseKey) -> str:
-    return "/".join(key)
-
-
-def check_same_cases(labels: Sequence[str], keys: Sequence[set[CaseKey]]) -> None:
-    """Refuse runs that do not cover the same (unit_id, case_id, query_mode) keys."""
-    for label, other in zip(labels[1:], keys[1:], strict=True):
-        only_first, only_other = sorted(keys[0] - other), sorted(other - keys[0])
-        if only_first or only_other:
-            parts = []
-            for name, only in ((labels[0], only_first), (label, only_other)):
-                if only:
-                    examples = ", ".join(_show(k) for k in only[:3])
-                    parts.append(f"{len(only)} only in {name!r} (e.g. {examples})")
-            raise CompareError(
-                f"runs {labels[0]!r} and {label!r} do not cover the same cases: "
-                + "; ".join(parts)
-                + " — compare runs of the same benchmark, split, limit and query modes"
-            )
 
 
 def _as_runs(runs: Sequence[LoadedRun | EvaluationReport]) -> list[LoadedRun]:
@@ -175,11 +189,13 @@ def _as_runs(runs: Sequence[LoadedRun | EvaluationReport]) -> list[LoadedRun]:
             run = LoadedRun(label=f"{name} #{i}", report=run, source=f"<report {run.report_id}>")
         loaded.append(run)
     if len({r.label for r in loaded}) != len(loaded):
-        raise CompareError("run labels must be unique")
+        loaded = label_runs(loaded)
     return loaded
 
 
 def _baseline_index(runs: Sequence[LoadedRun], baseline: int | str) -> int:
+    """The run `baseline` names: a position, a label, a run id or path, or an override
+    (`recipe=bm25`) that exactly one run has."""
     if isinstance(baseline, int):
         if not 0 <= baseline < len(runs):
             raise CompareError(f"baseline index {baseline} is out of range 0..{len(runs) - 1}")
@@ -190,21 +206,38 @@ def _baseline_index(runs: Sequence[LoadedRun], baseline: int | str) -> int:
     if baseline.isdigit():
         return _baseline_index(runs, int(baseline))
     labels = ", ".join(repr(r.label) for r in runs)
+    if "=" in baseline:
+        key, _, value = baseline.partition("=")
+        key = key.lstrip("+")
+        hits = [
+            i
+            for i, run in enumerate(runs)
+            if override_items(run.overrides).get(key) == value
+            or (key not in override_items(run.overrides) and run.config.get(key) == value)
+        ]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            many = ", ".join(repr(runs[i].label) for i in hits)
+            raise CompareError(f"baseline {baseline!r} matches {len(hits)} runs ({many})")
     raise CompareError(f"baseline {baseline!r} is none of the runs ({labels})")
 
 
-def _cell(label: str, values: list[float], resamples: int, seed: int, confidence: float) -> dict:
+def _mean(label: str, mode: str, values: list[float], resamples, seed, confidence) -> RunMean:
     interval = bootstrap_ci(values, resamples, confidence, seed) if values else None
-    return {
-        "run": label,
-        "mean": math.fsum(values) / len(values) if values else None,
-        "ci_low": interval[0] if interval else None,
-        "ci_high": interval[1] if interval else None,
-        "scored": len(values),
-    }
+    return RunMean(
+        run=label,
+        query_mode=mode,
+        mean=math.fsum(values) / len(values) if values else None,
+        ci_low=interval[0] if interval else None,
+        ci_high=interval[1] if interval else None,
+        scored=len(values),
+    )
 
 
-def _paired(base: list[float | None], other: list[float | None], resamples: int, seed: int):
+def _paired(
+    base: list[float | None], other: list[float | None], resamples: int, seed: int, conf: float
+) -> dict:
     pairs = [(b, o) for b, o in zip(base, other, strict=True) if b is not None and o is not None]
     stats: dict = {"paired": len(pairs), "excluded": len(base) - len(pairs)}
     if not pairs:
@@ -213,8 +246,11 @@ def _paired(base: list[float | None], other: list[float | None], resamples: int,
     o = np.array([p[1] for p in pairs])
     diffs = o - b
     binary = bool(np.all(np.isin(b, (0.0, 1.0))) and np.all(np.isin(o, (0.0, 1.0))))
+    low, high = bootstrap_ci(diffs, resamples, conf, seed) or (None, None)
     stats.update(
         difference=math.fsum(diffs) / len(diffs),
+        ci_low=low,
+        ci_high=high,
         test=MCNEMAR if binary else RANDOMIZATION,
         p_value=mcnemar_exact(b, o) if binary else randomization_test(diffs, resamples, seed),
         wins=int(np.sum(o > b)),
@@ -226,59 +262,65 @@ def _paired(base: list[float | None], other: list[float | None], resamples: int,
 
 def compare_reports(
     runs: Sequence[LoadedRun | EvaluationReport],
-    baseline: int | str = 0,
+    baseline: int | str | None = 0,
     metrics: Iterable[str] | None = None,
     resamples: int = 10_000,
     seed: int = 0,
     alpha: float = 0.05,
     confidence: float = 0.95,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
 ) -> Comparison:
-    """Compare every run with the baseline on every metric (see the module docstring).
+    """Compare every run with the baseline, or every pair when `baseline` is None, on every
+    metric (see the module docstring).
 
-    Means and bootstrap CIs use all of a run's numeric values (they equal its score
-    summary); differences, tests and wins/losses/ties use the paired cases only. Holm's
-    correction covers every (metric, run) comparison of the table.
+    Means, CIs, differences and tests use the cases every run has; cases of one run only are
+    left out and counted (refused below `min_overlap` of a run's cases). Holm's correction
+    covers every (metric, pair) test of the comparison.
     """
-    given = _as_runs(runs)
-    if len(given) < 2:
-        raise CompareError(f"need at least two runs to compare, got {len(given)}")
+    loaded = _as_runs(runs)
+    if len(loaded) < 2:
+        raise CompareError(f"need at least two runs to compare, got {len(loaded)}")
     if resamples < 1:
         raise CompareError(f"resamples must be >= 1, got {resamples}")
     if not 0 < alpha < 1:
         raise CompareError(f"alpha must be within (0, 1), got {alpha}")
-    base_i = _baseline_index(given, baseline)
-    # The baseline goes first while computing; the output keeps the runs in the given order.
-    loaded = [given[base_i], *(r for i, r in enumerate(given) if i != base_i)]
-    position = {run.label: i for i, run in enumerate(given)}
-    values = [_case_values(r.report, r.label) for r in loaded]
-    check_same_cases([r.label for r in loaded], [set(v) for v in values])
-    chosen = select_metrics([r.report for r in loaded], metrics)
-    keys = sorted(values[0])
+    if not 0 <= min_overlap <= 1:
+        raise CompareError(f"min_overlap must be within [0, 1], got {min_overlap}")
+    base_i = None if baseline is None else _baseline_index(loaded, baseline)
+    if base_i is None:
+        pairs = list(itertools.combinations(range(len(loaded)), 2))
+    else:
+        pairs = [(base_i, i) for i in range(len(loaded)) if i != base_i]
+    values = [_case_values(r) for r in loaded]
+    overlap = case_overlap(loaded, min_overlap)
+    specs = select_metrics(loaded, metrics)
 
-    raw_rows: list[list[dict]] = []
-    for mode, name in chosen:
-        mode_keys = [k for k in keys if k[2] == mode]
-        columns = [[v[k].get(name) for k in mode_keys] for v in values]
-        row = []
-        for run, column in zip(loaded, columns, strict=True):
-            scored = [x for x in column if x is not None]
-            cell = _cell(run.label, scored, resamples, seed, confidence)
-            if run is not loaded[0]:
-                cell.update(_paired(columns[0], column, resamples, seed))
-            row.append(cell)
-        raw_rows.append(row)
+    def column(i: int, mode: str, name: str, keys: Sequence[CaseKey]) -> list[float | None]:
+        return [values[i].get((*k, mode), {}).get(name) for k in keys]
 
-    tested = [c for row in raw_rows for c in row if c.get("p_value") is not None]
-    for cell, adjusted in zip(tested, holm([c["p_value"] for c in tested]), strict=True):
-        cell["p_holm"] = adjusted
-        cell["significant"] = adjusted < alpha
-    rows = tuple(
-        MetricRow(
-            metric=f"{mode}.{name}",
-            cells=tuple(RunCell(**c) for c in sorted(row, key=lambda c: position[c["run"]])),
+    rows = []
+    for spec in specs:
+        columns = [column(i, m, spec.name, overlap.common) for i, m in enumerate(spec.modes)]
+        means = tuple(
+            _mean(run.label, mode, [x for x in col if x is not None], resamples, seed, confidence)
+            for run, mode, col in zip(loaded, spec.modes, columns, strict=True)
         )
-        for (mode, name), row in zip(chosen, raw_rows, strict=True)
-    )
+        tests = [
+            {
+                "run": loaded[j].label,
+                "baseline": loaded[i].label,
+                "run_mode": spec.modes[j],
+                "baseline_mode": spec.modes[i],
+                **_paired(columns[i], columns[j], resamples, seed, confidence),
+            }
+            for i, j in pairs
+        ]
+        rows.append((spec, means, tests))
+
+    tested = [t for _, _, tests in rows for t in tests if t.get("p_value") is not None]
+    for test, adjusted in zip(tested, holm([t["p_value"] for t in tested]), strict=True):
+        test["p_holm"] = adjusted
+        test["significant"] = adjusted < alpha
     infos = tuple(
         RunInfo(
             label=r.label,
@@ -288,15 +330,31 @@ def compare_reports(
             report_id=r.report.report_id,
             benchmark=r.report.benchmark.key,
             recipe=str(r.report.recipe_manifest.get("name", "?")),
+            primary_query_mode=r.report.primary_query_mode or "",
+            overrides=r.overrides,
+            cases=len(overlap.common) + left,
+            left_out=left,
+            left_out_examples=examples,
         )
-        for r in given
+        for r, left, examples in zip(loaded, overlap.left_out, overlap.examples, strict=True)
     )
     return Comparison(
         runs=infos,
-        baseline=loaded[0].label,
-        metrics=tuple(row.metric for row in rows),
-        rows=rows,
-        cases=len(keys),
+        baseline=None if base_i is None else loaded[base_i].label,
+        all_pairs=base_i is None,
+        metrics=tuple(spec.label for spec, _, _ in rows),
+        rows=tuple(
+            MetricRow(
+                metric=spec.label,
+                name=spec.name,
+                modes=spec.modes,
+                means=means,
+                tests=tuple(PairTest(**t) for t in tests),
+            )
+            for spec, means, tests in rows
+        ),
+        cases=len(overlap.common),
+        min_overlap=min_overlap,
         resamples=resamples,
         seed=seed,
         alpha=alpha,

@@ -1,20 +1,26 @@
-"""A comparison as a rich table, Markdown, self-contained HTML (with plots) and JSON."""
+"""A comparison as rich tables, Markdown, self-contained HTML (with plots) and JSON.
+
+Every format holds the same three tables: what was paired with what, each run's mean per
+metric, and one line per tested pair and metric. Their widths do not grow with the number of
+runs except for the means table, which has a column per metric."""
 
 from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 from pathlib import Path
 
+from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from heta_eval.compare.paired import MCNEMAR, RANDOMIZATION, Comparison, MetricRow, RunCell
+from heta_eval.compare.paired import MCNEMAR, RANDOMIZATION, Comparison, PairTest, RunMean
 
 OUTPUT_FILES = {"markdown": "comparison.md", "html": "comparison.html", "json": "comparison.json"}
 _TEST_SHORT = {MCNEMAR: "McNemar", RANDOMIZATION: "randomization"}
+TEST_COLUMNS = ("metric", "run", "against", "Δ", "CI of Δ", "p (test)", "Holm p", "W/L/T", "n")
 
 
 def _num(value: float | None, digits: int = 4) -> str:
@@ -27,73 +33,134 @@ def _p(value: float | None) -> str:
     return f"{value:.1e}" if value < 1e-4 else f"{value:.4f}"
 
 
-def cell_lines(cell: RunCell, baseline: bool) -> list[str]:
-    """The text of one table cell, line by line (shared by every format)."""
-    lines = [_num(cell.mean)]
-    if cell.ci_low is not None and cell.ci_high is not None:
-        lines[0] += f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
-    if baseline:
-        lines.append(f"baseline · n={cell.scored}")
-        return lines
-    if cell.p_value is None:
-        lines.append(f"no paired cases ({cell.excluded} excluded)")
-        return lines
-    mark = " *" if cell.significant else ""
-    sign = "+" if (cell.difference or 0) > 0 else ""
-    lines.append(f"Δ {sign}{_num(cell.difference)}{mark}")
-    test = _TEST_SHORT.get(cell.test or "", cell.test)
-    lines.append(f"p {_p(cell.p_value)} · Holm {_p(cell.p_holm)} ({test})")
-    excluded = f" · {cell.excluded} excluded" if cell.excluded else ""
-    lines.append(f"W/L/T {cell.wins}/{cell.losses}/{cell.ties} · n={cell.paired}{excluded}")
+def _interval(low: float | None, high: float | None, signed: bool = False) -> str:
+    if low is None or high is None:
+        return "—"
+    spec = "+.3f" if signed else ".3f"
+    return f"[{low:{spec}}, {high:{spec}}]"
+
+
+def mean_text(mean: RunMean) -> str:
+    """A run's mean with its CI, e.g. `0.6612 [0.618, 0.703]`."""
+    if mean.mean is None:
+        return "— (no values)"
+    return f"{_num(mean.mean)} {_interval(mean.ci_low, mean.ci_high)}"
+
+
+def test_cells(metric: str, test: PairTest) -> list[str]:
+    """One line of the tests table (columns TEST_COLUMNS)."""
+    run = f"{test.run} [{test.run_mode}]"
+    against = f"{test.baseline} [{test.baseline_mode}]"
+    excluded = f" ({test.excluded} excluded)" if test.excluded else ""
+    if test.p_value is None:
+        return [metric, run, against, "—", "—", "no paired cases", "—", "—", f"0{excluded}"]
+    sign = "+" if (test.difference or 0) > 0 else ""
+    mark = " *" if test.significant else ""
+    short = _TEST_SHORT.get(test.test or "", test.test or "")
+    return [
+        metric,
+        run,
+        against,
+        f"{sign}{_num(test.difference)}{mark}",
+        _interval(test.ci_low, test.ci_high, signed=True),
+        f"{_p(test.p_value)} ({short})",
+        _p(test.p_holm),
+        f"{test.wins}/{test.losses}/{test.ties}",
+        f"{test.paired}{excluded}",
+    ]
+
+
+def _test_rows(comparison: Comparison) -> list[list[str]]:
+    return [test_cells(row.metric, test) for row in comparison.rows for test in row.tests]
+
+
+def _run_modes(comparison: Comparison) -> list[str]:
+    return [
+        ", ".join(dict.fromkeys(row.modes[i] for row in comparison.rows))
+        for i in range(len(comparison.runs))
+    ]
+
+
+def _mean_rows(comparison: Comparison) -> list[list[str]]:
+    modes = _run_modes(comparison)
+    rows = []
+    for i, run in enumerate(comparison.runs):
+        name = f"{run.label} (baseline)" if run.label == comparison.baseline else run.label
+        cells = [mean_text(row.mean(run.label)) for row in comparison.rows]
+        rows.append([name, modes[i], *cells])
+    return rows
+
+
+def pairing_lines(comparison: Comparison) -> list[str]:
+    """What was paired with what: the cases, each run's query modes, what was left out."""
+    lines = [f"Cases are paired on (unit, case): {comparison.cases} case(s) are in every run."]
+    for run, modes in zip(comparison.runs, _run_modes(comparison), strict=True):
+        primary = " (its primary mode)" if modes == run.primary_query_mode else ""
+        text = f"{run.label}: query mode {modes}{primary}"
+        if run.left_out:
+            examples = ", ".join(run.left_out_examples)
+            text += (
+                f"; {run.left_out} of its {run.cases} cases are not in every run and are "
+                f"left out (e.g. {examples})"
+            )
+        lines.append(text)
+    if comparison.all_pairs:
+        lines.append("Every pair of runs is tested (Δ = first - second of the pair).")
+    else:
+        lines.append(f"Every run is tested against the baseline, {comparison.baseline}.")
     return lines
-
-
-def _header(comparison: Comparison, label: str) -> str:
-    return f"{label} (baseline)" if label == comparison.baseline else label
-
-
-def _cells(comparison: Comparison, row: MetricRow) -> list[list[str]]:
-    return [cell_lines(c, c.run == comparison.baseline) for c in row.cells]
 
 
 def how_to_read(comparison: Comparison) -> str:
     """The explanation printed under every table."""
     level = f"{comparison.confidence:.0%}"
+    against = "the second run of the pair" if comparison.all_pairs else "the baseline"
     return (
-        f"Each cell gives the run's mean with its {level} bootstrap confidence interval over "
-        "all the cases it scored. Other runs are compared with the baseline case by case: "
-        "results are paired by (unit_id, case_id, query_mode), and for each metric only the "
-        "cases where both runs have a numeric value count (skipped, undetermined or failed "
-        "on either side are excluded, and counted). Δ is the mean of the paired differences "
-        "(run - baseline); W/L/T counts the cases where the run scores higher, lower or "
+        f"Means are over the cases every run has, with {level} bootstrap confidence intervals. "
+        f"Each test pairs a run with {against} case by case, each run read under the query "
+        "mode shown in brackets; for each metric only the cases where both have a numeric "
+        "value count (skipped, undetermined or failed on either side are excluded, and "
+        "counted). Δ is the mean of the paired differences (run - against) with its "
+        f"{level} bootstrap CI; W/L/T counts the cases where the run scores higher, lower or "
         "exactly the same. Metrics whose values are all 0 or 1 use McNemar's exact test "
         "(a two-sided binomial test on the discordant pairs); other metrics use a two-sided "
         f"paired randomization test with {comparison.resamples:,} seeded random sign flips "
         f"of the differences (seed {comparison.seed}). Holm's adjusted p-value corrects for "
-        f"all {comparison.comparisons} comparisons of the table; * marks Holm p < "
-        f"{comparison.alpha:g}."
+        f"all {comparison.comparisons} tests of the comparison (pairs x metrics); * marks "
+        f"Holm p < {comparison.alpha:g}."
     )
 
 
-def rich_table(comparison: Comparison) -> Table:
-    """The comparison as a rich table: metrics as rows, runs as columns."""
-    table = Table(
-        title=f"{len(comparison.runs)} runs · {comparison.cases} cases · "
-        f"baseline {escape(comparison.baseline)}",
-        title_justify="left",
-        show_lines=True,
-    )
-    table.add_column("metric")
-    for run in comparison.runs:
-        table.add_column(escape(_header(comparison, run.label)), justify="right")
-    for row in comparison.rows:
-        cells = (escape("\n".join(lines)) for lines in _cells(comparison, row))
-        table.add_row(escape(row.metric), *cells)
-    return table
+def _title(comparison: Comparison) -> str:
+    against = "all pairs" if comparison.all_pairs else f"baseline {comparison.baseline}"
+    return f"{len(comparison.runs)} runs · {comparison.cases} paired cases · {against}"
+
+
+def rich_table(comparison: Comparison) -> Group:
+    """The comparison for the terminal: the pairing, the means and the tests."""
+    means = Table(title=_title(comparison), title_justify="left")
+    for name in ("run", "query mode", *comparison.metrics):
+        means.add_column(escape(name), justify="left" if name in ("run", "query mode") else "right")
+    for cells in _mean_rows(comparison):
+        means.add_row(*(escape(c) for c in cells))
+    tests = Table(title="paired tests (run - against)", title_justify="left")
+    for name in TEST_COLUMNS:
+        tests.add_column(name, justify="left" if name in ("metric", "run", "against") else "right")
+    for cells in _test_rows(comparison):
+        tests.add_row(*(escape(c) for c in cells))
+    pairing = Text("\n".join(pairing_lines(comparison)))
+    return Group(pairing, means, tests)
 
 
 def _md(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _md_table(header: list[str], rows: list[list[str]], numeric_from: int) -> list[str]:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(_md(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return lines
 
 
 def _sources(comparison: Comparison) -> list[tuple[str, str]]:
@@ -102,81 +169,69 @@ def _sources(comparison: Comparison) -> list[tuple[str, str]]:
         where = f"MLflow run {run.run_id}" if run.run_id else run.source
         if run.sweep_run_id:
             where += f" (sweep {run.sweep_run_id})"
-        rows.append((run.label, f"{run.benchmark} · recipe {run.recipe} · {where}"))
+        overrides = f" · overrides: {' '.join(run.overrides)}" if run.overrides else ""
+        rows.append((run.label, f"{run.benchmark} · recipe {run.recipe} · {where}{overrides}"))
     return rows
 
 
 def to_markdown(comparison: Comparison) -> str:
-    """A Markdown table plus the runs and a short guide to reading it."""
-    header = ["metric", *(_header(comparison, r.label) for r in comparison.runs)]
-    lines = [
-        f"# Comparison of {len(comparison.runs)} runs",
-        "",
-        f"Baseline: **{_md(comparison.baseline)}** · {comparison.cases} paired case results.",
-        "",
-        "| " + " | ".join(_md(h) for h in header) + " |",
-        "| --- |" + " ---: |" * len(comparison.runs),
-    ]
-    for row in comparison.rows:
-        cells = ["<br>".join(_md(x) for x in c) for c in _cells(comparison, row)]
-        lines.append(f"| {_md(row.metric)} | " + " | ".join(cells) + " |")
+    """Markdown: the pairing, the means, the tests, the runs and a guide to reading them."""
+    lines = [f"# Comparison of {len(comparison.runs)} runs", "", _title(comparison), ""]
+    lines += [f"- {_md(line)}" for line in pairing_lines(comparison)]
+    lines += ["", "## Means", ""]
+    lines += _md_table(["run", "query mode", *comparison.metrics], _mean_rows(comparison), 2)
+    lines += ["", "## Paired tests", ""]
+    lines += _md_table(list(TEST_COLUMNS), _test_rows(comparison), 3)
     lines += ["", "## Runs", ""]
     lines += [f"- **{_md(label)}**: {_md(text)}" for label, text in _sources(comparison)]
     lines += ["", "## How to read this", "", how_to_read(comparison), ""]
     return "\n".join(lines)
 
 
-def metric_plot(comparison: Comparison, row: MetricRow) -> bytes:
-    """PNG of the metric's mean per run with its CI as error bars (matplotlib, Agg)."""
-    import textwrap
-
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    labels = [textwrap.fill(c.run, 40) for c in row.cells]
-    means = np.array([np.nan if c.mean is None else c.mean for c in row.cells])
-    low = [0.0 if c.ci_low is None or c.mean is None else c.mean - c.ci_low for c in row.cells]
-    high = [0.0 if c.ci_high is None or c.mean is None else c.ci_high - c.mean for c in row.cells]
-    colors = ["#4c72b0" if c.run == comparison.baseline else "#dd8452" for c in row.cells]
-    # Horizontal bars keep long run labels readable; the first run is at the top.
-    fig = Figure(figsize=(7.5, 1.2 + 0.55 * len(labels)), dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    y = np.arange(len(labels))
-    ax.barh(y, np.nan_to_num(means), xerr=[low, high], capsize=4, color=colors, height=0.6)
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_title(f"{row.metric}: mean and {comparison.confidence:.0%} CI (blue: baseline)")
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
+# The page fits a 1,280 px window: tables wrap their cells (long labels break anywhere) and
+# scroll sideways inside their own box if they still do not fit; plots shrink to the width.
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.4em 0.7em; vertical-align: top; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-th { background: #f3f3f3; }
-.plots img { margin: 0.5em 1em 0.5em 0; border: 1px solid #eee; }
-p.read { max-width: 60em; }
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1400px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 0.35em 0.6em; vertical-align: top;
+         overflow-wrap: anywhere; }
+th { background: #f3f3f3; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.label { min-width: 8em; max-width: 22em; }
+tr.sig td { background: #fff4f0; }
+.plots img { display: block; max-width: 100%; height: auto; margin: 0.5em 0 1.5em;
+             border: 1px solid #eee; }
+ul.pairing li, p.read { max-width: 75em; }
 """
 
 
-def to_html(comparison: Comparison) -> str:
-    """A self-contained page: the table, the runs, the guide, one embedded plot per metric."""
+def _html_table(header: list[str], rows: list[list[str]], labels: int, marks=None) -> str:
     esc = html.escape
-    head = "".join(f"<th>{esc(_header(comparison, r.label))}</th>" for r in comparison.runs)
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = []
-    for row in comparison.rows:
+    for i, row in enumerate(rows):
+        cls = ' class="sig"' if marks and marks[i] else ""
         cells = "".join(
-            '<td class="num">' + "<br>".join(esc(x) for x in lines) + "</td>"
-            for lines in _cells(comparison, row)
+            f'<td class="{"label" if j < labels else "num"}">{esc(c)}</td>'
+            for j, c in enumerate(row)
         )
-        body.append(f"<tr><td>{esc(row.metric)}</td>{cells}</tr>")
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def to_html(comparison: Comparison) -> str:
+    """A self-contained page: pairing, means, tests, runs, the guide and a plot per metric."""
+    from heta_eval.compare.plots import metric_plot
+
+    esc = html.escape
+    pairing = "".join(f"<li>{esc(line)}</li>" for line in pairing_lines(comparison))
+    means = _html_table(["run", "query mode", *comparison.metrics], _mean_rows(comparison), 2)
+    significant = [bool(t.significant) for row in comparison.rows for t in row.tests]
+    tests = _html_table(list(TEST_COLUMNS), _test_rows(comparison), 3, significant)
     runs = "".join(
         f"<li><b>{esc(label)}</b>: {esc(text)}</li>" for label, text in _sources(comparison)
     )
@@ -188,14 +243,16 @@ def to_html(comparison: Comparison) -> str:
     title = f"Comparison of {len(comparison.runs)} runs"
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width">'
         f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>\n"
-        f"<h1>{esc(title)}</h1>\n<p>Baseline: <b>{esc(comparison.baseline)}</b> · "
-        f"{comparison.cases} paired case results.</p>\n"
-        f'<table id="comparison"><thead><tr><th>metric</th>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>\n"
+        f"<h1>{esc(title)}</h1>\n<p>{esc(_title(comparison))}</p>\n"
+        f'<ul class="pairing">{pairing}</ul>\n'
+        f'<h2>Means</h2><div id="means">{means}</div>\n'
+        f'<h2>Paired tests</h2><div id="tests">{tests}</div>\n'
+        f'<h2>Plots</h2><div class="plots">{plots}</div>\n'
         f"<h2>Runs</h2><ul>{runs}</ul>\n"
         f'<h2>How to read this</h2><p class="read">{esc(how_to_read(comparison))}</p>\n'
-        f'<h2>Plots</h2><div class="plots">{plots}</div>\n</body></html>\n'
+        "</body></html>\n"
     )
 
 
