@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+from typing import Any
 
 from heta_eval.compare.paired import Comparison, MetricRow, PairTest
 
@@ -46,9 +47,17 @@ def _zoomed(ax, lows: list[float], highs: list[float]) -> None:
 
 
 def metric_plot(comparison: Comparison, row: MetricRow) -> bytes:
-    """PNG with two panels: the paired differences (run - baseline) with their CIs, a dot
-    per tested pair around a line at 0 (red: Holm-significant); and each run's mean with
-    its CI (blue: the baseline), the axis zoomed to the intervals, not starting at 0."""
+    """The metric's figure (see metric_figure) as a PNG."""
+    buffer = io.BytesIO()
+    metric_figure(comparison, row).savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def metric_figure(comparison: Comparison, row: MetricRow) -> Any:
+    """A matplotlib Figure with two panels: the paired differences (run - baseline) with
+    their CIs, a dot per tested pair around a line at 0 (red: Holm-significant); and each
+    run's mean with its CI (blue: the baseline), the axis zoomed to the intervals, not
+    starting at 0."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -107,6 +116,4 @@ def metric_plot(comparison: Comparison, row: MetricRow) -> bytes:
     )
     _rows(mean_ax, max(1, len(means)))
     mean_ax.grid(axis="x", alpha=0.3)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return fig
