@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from heta_eval.compare.labels import override_items
+from heta_eval.compare.labels import effective_value, override_items
 from heta_eval.compare.loading import CompareError, LoadedRun, label_runs
 from heta_eval.compare.pairing import CaseKey, case_overlap, select_metrics
 from heta_eval.evaluators.statistics import bootstrap_ci
@@ -212,8 +212,7 @@ def _baseline_index(runs: Sequence[LoadedRun], baseline: int | str) -> int:
         hits = [
             i
             for i, run in enumerate(runs)
-            if override_items(run.overrides).get(key) == value
-            or (key not in override_items(run.overrides) and run.config.get(key) == value)
+            if effective_value(key, override_items(run.overrides), run.config) == value
         ]
         if len(hits) == 1:
             return hits[0]

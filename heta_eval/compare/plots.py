@@ -41,8 +41,10 @@ def _rows(ax, count: int) -> None:
 
 
 def _zoomed(ax, lows: list[float], highs: list[float]) -> None:
+    """An x axis just wider than the intervals (a point, e.g. every difference 0, gets a
+    window of +-0.01 so that the axis stays readable)."""
     low, high = min(lows), max(highs)
-    pad = (high - low) * 0.08 or max(abs(high), 1e-3) * 0.02
+    pad = (high - low) * 0.08 if high > low else max(abs(high) * 0.05, 0.01)
     ax.set_xlim(low - pad, high + pad)
 
 

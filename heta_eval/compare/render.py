@@ -47,10 +47,12 @@ def mean_text(mean: RunMean) -> str:
     return f"{_num(mean.mean)} {_interval(mean.ci_low, mean.ci_high)}"
 
 
-def test_cells(metric: str, test: PairTest) -> list[str]:
-    """One line of the tests table (columns TEST_COLUMNS)."""
+def test_cells(comparison: Comparison, metric: str, test: PairTest) -> list[str]:
+    """One line of the tests table (columns TEST_COLUMNS); `against` is "baseline" when
+    every run is tested against the one baseline."""
     run = f"{test.run} [{test.run_mode}]"
-    against = f"{test.baseline} [{test.baseline_mode}]"
+    other = "baseline" if test.baseline == comparison.baseline else test.baseline
+    against = f"{other} [{test.baseline_mode}]"
     excluded = f" ({test.excluded} excluded)" if test.excluded else ""
     if test.p_value is None:
         return [metric, run, against, "—", "—", "no paired cases", "—", "—", f"0{excluded}"]
@@ -71,7 +73,9 @@ def test_cells(metric: str, test: PairTest) -> list[str]:
 
 
 def _test_rows(comparison: Comparison) -> list[list[str]]:
-    return [test_cells(row.metric, test) for row in comparison.rows for test in row.tests]
+    return [
+        test_cells(comparison, row.metric, test) for row in comparison.rows for test in row.tests
+    ]
 
 
 def _run_modes(comparison: Comparison) -> list[str]:
@@ -188,16 +192,16 @@ def to_markdown(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
-# The page fits a 1,280 px window: tables wrap their cells (long labels break anywhere) and
-# scroll sideways inside their own box if they still do not fit; plots shrink to the width.
+# The page fits a 1,280 px window: tables wrap their cells at spaces and scroll sideways
+# inside their own box if they still do not fit; plots shrink to the width.
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1400px; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ccc; padding: 0.35em 0.6em; vertical-align: top;
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; }
 th { background: #f3f3f3; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.label { min-width: 8em; max-width: 22em; }
 tr.sig td { background: #fff4f0; }
 .plots img { display: block; max-width: 100%; height: auto; margin: 0.5em 0 1.5em;
@@ -206,14 +210,29 @@ ul.pairing li, p.read { max-width: 75em; }
 """
 
 
+def _breakable(text: str) -> str:
+    """Escaped text that may wrap after `.` and `_` and before `@` (metric names, override
+    keys), so that long names do not widen a table past the window."""
+    escaped = html.escape(text)
+    for char, marked in ((".", ".<wbr>"), ("_", "_<wbr>"), ("@", "<wbr>@")):
+        escaped = escaped.replace(char, marked)
+    return escaped
+
+
 def _html_table(header: list[str], rows: list[list[str]], labels: int, marks=None) -> str:
     esc = html.escape
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    head = "".join(
+        f'<th class="{"label" if j < labels else "num"}">{_breakable(h)}</th>'
+        for j, h in enumerate(header)
+    )
     body = []
     for i, row in enumerate(rows):
         cls = ' class="sig"' if marks and marks[i] else ""
         cells = "".join(
-            f'<td class="{"label" if j < labels else "num"}">{esc(c)}</td>'
+            f'<td class="label">{_breakable(c)}</td>'
+            if j < labels
+            # an interval, "[0.875, 0.990]", stays on one line
+            else f'<td class="num">{esc(c).replace(", ", ",&nbsp;")}</td>'
             for j, c in enumerate(row)
         )
         body.append(f"<tr{cls}>{cells}</tr>")
