@@ -67,9 +67,12 @@ def test_scifact_comparison_agrees_with_direct_computation(
     assert comparison.cases == 300
     assert set(comparison.metrics) == set(base.score_summary)
     for row in comparison.rows:
-        first, second = row.cell(runs[0].label), row.cell(runs[1].label)
+        first, second = row.mean(runs[0].label), row.test(runs[1].label)
         assert first.mean == pytest.approx(base.score_summary[row.metric], abs=1e-12)
-        assert second.mean == pytest.approx(other.score_summary[row.metric], abs=1e-12)
+        assert row.mean(runs[1].label).mean == pytest.approx(
+            other.score_summary[row.metric], abs=1e-12
+        )
+        assert second.baseline == runs[0].label and row.modes == ("bm25", "bm25")
         x, y = _values(base, row.metric), _values(other, row.metric)
         diffs = np.array([y[k] - x[k] for k in sorted(x)])
         assert second.paired == 300 and second.excluded == 0
@@ -86,7 +89,7 @@ def test_scifact_comparison_agrees_with_direct_computation(
         extreme = np.abs((signs * diffs).mean(axis=1)) >= abs(diffs.mean()) - 1e-12
         independent = (extreme.sum() + 1) / (len(signs) + 1)
         assert second.p_value == pytest.approx(independent, abs=0.01)
-    tested = [row.cell(runs[1].label) for row in comparison.rows]
+    tested = [row.test(runs[1].label) for row in comparison.rows]
     assert [c.p_holm for c in tested] == pytest.approx(direct_holm([c.p_value for c in tested]))
     ranked = sorted(tested, key=lambda c: c.p_value)
     assert all(a.p_holm <= b.p_holm for a, b in itertools.pairwise(ranked))
@@ -106,8 +109,8 @@ def test_cli_compares_two_report_files(scifact_reports: tuple[Path, Path], tmp_p
     page = (tmp_path / "cmp" / "comparison.html").read_text()
     numbers = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     assert page.count('src="data:image/png;base64,') == len(numbers["metrics"]) == 5
-    assert '<table id="comparison">' in page and "bm25.recall@100" in page
-    cell = numbers["rows"][0]["cells"][1]
+    assert '<div id="means">' in page and 'alt="bm25.recall@100"' in page
+    cell = numbers["rows"][0]["tests"][0]
     assert 0 < cell["p_value"] <= 1 and cell["test"] == RANDOMIZATION
     assert "| bm25.ndcg@10 |" in (tmp_path / "cmp" / "comparison.md").read_text()
 

@@ -141,12 +141,24 @@ def _title(comparison: Comparison) -> str:
 
 
 def rich_table(comparison: Comparison) -> Group:
-    """The comparison for the terminal: the pairing, the means and the tests."""
+    """The comparison for the terminal: the pairing, then the means and the tests, one line
+    per run (or pair) and metric, so that the width does not grow with the runs or metrics."""
+    level = f"{comparison.confidence:.0%}"
     means = Table(title=_title(comparison), title_justify="left")
-    for name in ("run", "query mode", *comparison.metrics):
-        means.add_column(escape(name), justify="left" if name in ("run", "query mode") else "right")
-    for cells in _mean_rows(comparison):
-        means.add_row(*(escape(c) for c in cells))
+    for name in ("metric", "run", "query mode", "mean", f"{level} CI", "n"):
+        means.add_column(name, justify="right" if name in ("mean", "n") else "left")
+    for row in comparison.rows:
+        for i, mean in enumerate(row.means):
+            baseline = " (baseline)" if mean.run == comparison.baseline else ""
+            means.add_row(
+                escape(row.metric),
+                escape(mean.run + baseline),
+                escape(mean.query_mode),
+                _num(mean.mean),
+                _interval(mean.ci_low, mean.ci_high),
+                str(mean.scored),
+                end_section=i == len(row.means) - 1,
+            )
     tests = Table(title="paired tests (run - against)", title_justify="left")
     for name in TEST_COLUMNS:
         tests.add_column(name, justify="left" if name in ("metric", "run", "against") else "right")
