@@ -21,6 +21,7 @@ from heta_eval.compare import (
     RANDOMIZATION,
     CompareError,
     compare_reports,
+    load_reports,
     randomization_test,
 )
 from heta_eval.compare.labels import differing_labels, split_overrides
@@ -313,3 +314,28 @@ def test_importing_compare_loads_no_mlflow_scipy_or_matplotlib() -> None:
     code = f"import sys, heta_eval.cli.compare; print(sorted({heavy} & set(sys.modules)))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_labels_come_from_the_saved_overrides_and_secrets_stay_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = binary_pair()
+    for name, report, overrides in (
+        ("a", a, ["recipe=bm25", "+recipe.metadata.api_key=sk-a-secret", "paths.root=/x"]),
+        ("b", b, ["recipe=bm25_fusion", "+recipe.metadata.api_key=sk-b-secret", "paths.root=/y"]),
+    ):
+        report.write_json(tmp_path / name / "report.json")
+        (tmp_path / name / ".hydra").mkdir()
+        (tmp_path / name / ".hydra" / "overrides.yaml").write_text(
+            "".join(f"- {o}\n" for o in overrides)
+        )
+    runs = load_reports([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert [r.label for r in runs] == ["recipe=bm25", "recipe=bm25_fusion"]
+    assert runs[0].overrides[1] == "+recipe.metadata.api_key=***"
+    with pytest.raises(SystemExit) as exited:
+        main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "out")])
+    assert exited.value.code == 0
+    printed = capsys.readouterr().out
+    assert "baseline recipe=bm25" in printed
+    for text in (printed, *(p.read_text() for p in (tmp_path / "out").iterdir())):
+        assert "secret" not in text

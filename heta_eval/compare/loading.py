@@ -1,5 +1,5 @@
 """Where the compared reports come from (report.json files, MLflow runs, a sweep's
-children) and which metrics they share."""
+children), with the overrides and config that label them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from heta_eval.compare.labels import differing_labels, split_overrides
+from heta_eval.config.secrets import mask_override
 from heta_eval.records import EvaluationReport
 from heta_eval.tracking.naming import flat_params
 
@@ -95,7 +96,7 @@ def _local_context(run_dir: Path) -> tuple[tuple[str, ...], dict[str, str]]:
     overrides = load(run_dir / HYDRA_OVERRIDES)
     config = load(run_dir / CONFIG_FILE)
     return (
-        tuple(str(o) for o in overrides) if isinstance(overrides, list) else (),
+        tuple(mask_override(str(o)) for o in overrides) if isinstance(overrides, list) else (),
         flat_params(config) if isinstance(config, dict) else {},
     )
 
@@ -222,7 +223,9 @@ def _mlflow_run(run: Any, source: _MlflowSource, sweep: str | None) -> LoadedRun
         source=run_id,
         run_id=run_id,
         sweep_run_id=sweep,
-        overrides=tuple(split_overrides(run.data.tags.get(OVERRIDES_TAG, ""))),
+        overrides=tuple(
+            mask_override(o) for o in split_overrides(run.data.tags.get(OVERRIDES_TAG, ""))
+        ),
         config=dict(run.data.params),
     )
 
