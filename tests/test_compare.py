@@ -249,6 +249,15 @@ def test_labels_name_the_overrides_that_differ() -> None:
             {"recipe.indexes.bm25.k1": "0.5", "paths.root": "/b", "recipe.description": "y"},
         ],
     ) == ["recipe.indexes.bm25.k1=1.2", "recipe.indexes.bm25.k1=0.5"]
+    # Names first, then at most MAX_CONFIG_KEYS keys.
+    configs = [
+        {"recipe.indexes.a": v, "recipe.indexes.b": v, "recipe.indexes.c": v, "recipe.name": n}
+        for v, n in (("1", "bm25"), ("2", "bm25_fusion"))
+    ]
+    assert differing_labels([[], []], configs) == [
+        "recipe.name=bm25 recipe.indexes.a=1 recipe.indexes.b=1 +1 more",
+        "recipe.name=bm25_fusion recipe.indexes.a=2 recipe.indexes.b=2 +1 more",
+    ]
     assert differing_labels([["recipe=bm25"], ["recipe=bm25"]], [{}, {}]) is None
 
 

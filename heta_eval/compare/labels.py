@@ -130,7 +130,10 @@ def differing_labels(
         if k.startswith(RESULT_CONFIG) and not k.endswith(".description")
     ]
     config_values = [{k: c.get(k, NOT_SET) for k in config_keys} for c in configs]
-    by_config = _differing(config_keys, config_values)
+    # Names (`recipe.name`) say most in the fewest characters: they come first.
+    by_config = sorted(
+        _differing(config_keys, config_values), key=lambda k: not k.endswith(".name")
+    )
     if not by_config:
         return None
     labels = [
