@@ -222,7 +222,9 @@ def _baseline_index(runs: Sequence[LoadedRun], baseline: int | str) -> int:
     raise CompareError(f"baseline {baseline!r} is none of the runs ({labels})")
 
 
-def _mean(label: str, mode: str, values: list[float], resamples, seed, confidence) -> RunMean:
+def _mean(
+    label: str, mode: str, values: list[float], resamples: int, seed: int, confidence: float
+) -> RunMean:
     interval = bootstrap_ci(values, resamples, confidence, seed) if values else None
     return RunMean(
         run=label,

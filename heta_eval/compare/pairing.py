@@ -22,6 +22,7 @@ from heta_eval.tracking.naming import metric_name
 
 PER_RUN_SEPARATOR = ":"
 CaseKey = tuple[str, str]  # (unit_id, case_id)
+Keys = Sequence[list[tuple[str, str]]]  # each run's (query_mode, metric) pairs
 MAX_EXAMPLES = 3
 
 
@@ -77,7 +78,9 @@ def _available(run: LoadedRun, keys: list[tuple[str, str]]) -> str:
     return ", ".join(f"{m}.{n}" for m, n in keys) or "none"
 
 
-def _one_run(wanted: str, run: LoadedRun, keys: list[tuple[str, str]], primary: str):
+def _one_run(
+    wanted: str, run: LoadedRun, keys: list[tuple[str, str]], primary: str
+) -> tuple[str, str] | None:
     """(mode, metric) that `wanted` names in one run: a bare name under its primary mode,
     else `mode.metric`; None when the run has no such metric."""
     for mode, name in keys:
@@ -89,7 +92,9 @@ def _one_run(wanted: str, run: LoadedRun, keys: list[tuple[str, str]], primary: 
     return None
 
 
-def _per_run(entry: str, runs: Sequence[LoadedRun], keys, primary) -> MetricSpec:
+def _per_run(
+    entry: str, runs: Sequence[LoadedRun], keys: Keys, primary: Sequence[str]
+) -> MetricSpec:
     parts = [p.strip() for p in entry.split(PER_RUN_SEPARATOR)]
     if len(parts) != len(runs):
         raise CompareError(
@@ -114,7 +119,9 @@ def _per_run(entry: str, runs: Sequence[LoadedRun], keys, primary) -> MetricSpec
     return MetricSpec(found[0][1], modes, _label(found[0][1], modes, primary))
 
 
-def _shared(entry: str, runs: Sequence[LoadedRun], keys, primary) -> MetricSpec:
+def _shared(
+    entry: str, runs: Sequence[LoadedRun], keys: Keys, primary: Sequence[str]
+) -> MetricSpec:
     bare = [_one_run(entry, r, k, m) for r, k, m in zip(runs, keys, primary, strict=True)]
     if all(hit is not None and hit[0] == m for hit, m in zip(bare, primary, strict=True)):
         name = bare[0][1]  # type: ignore[index]
@@ -142,7 +149,7 @@ def _shared(entry: str, runs: Sequence[LoadedRun], keys, primary) -> MetricSpec:
 
 
 def default_metrics(
-    runs: Sequence[LoadedRun], keys, primary, strict: bool = True
+    runs: Sequence[LoadedRun], keys: Keys, primary: Sequence[str], strict: bool = True
 ) -> list[MetricSpec]:
     """Every metric all runs have under their primary modes, in the first run's order."""
     per_run = [{n for m, n in k if m == mode} for k, mode in zip(keys, primary, strict=True)]

@@ -29,18 +29,18 @@ def pair_label(comparison: Comparison, test: PairTest) -> str:
     return f"{run} - {test.baseline} [{test.baseline_mode}]"
 
 
-def _dots(ax, mids, lows, highs, colors) -> None:
+def _dots(ax: Any, mids: Any, lows: Any, highs: Any, colors: list[str]) -> None:
     """A dot per row at `mids` with a whisker from `lows` to `highs`, top to bottom."""
     for y, (mid, low, high, color) in enumerate(zip(mids, lows, highs, colors, strict=True)):
         ax.errorbar([mid], [y], xerr=[[mid - low], [high - mid]], fmt="o", color=color, capsize=4)
 
 
-def _rows(ax, count: int) -> None:
+def _rows(ax: Any, count: int) -> None:
     """Rows top to bottom, half a row of space around them."""
     ax.set_ylim(count - 0.5, -0.5)
 
 
-def _zoomed(ax, lows: list[float], highs: list[float]) -> None:
+def _zoomed(ax: Any, lows: list[float], highs: list[float]) -> None:
     """An x axis just wider than the intervals (a point, e.g. every difference 0, gets a
     window of +-0.01 so that the axis stays readable)."""
     low, high = min(lows), max(highs)

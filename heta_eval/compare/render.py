@@ -231,7 +231,9 @@ def _breakable(text: str) -> str:
     return escaped
 
 
-def _html_table(header: list[str], rows: list[list[str]], labels: int, marks=None) -> str:
+def _html_table(
+    header: list[str], rows: list[list[str]], labels: int, marks: list[bool] | None = None
+) -> str:
     esc = html.escape
     head = "".join(
         f'<th class="{"label" if j < labels else "num"}">{_breakable(h)}</th>'
