@@ -189,6 +189,11 @@ def bench_question(
     page_text: Callable[[str], str | None] = lambda uid: None,
 ) -> UdaQuestion:
     """The question of one bench entry; a missing field or wrong shape names the entry."""
+    if not isinstance(entry, Mapping):
+        raise BenchmarkDataError(f"{where}: expected an object, got {type(entry).__name__}")
+    for key in ("q_uid", "question", "answers"):
+        if key not in entry:
+            raise BenchmarkDataError(f"{where}: missing field {key!r}")
     try:
         question = BENCH_READERS[subset](doc, entry, page_text)
     except KeyError as exc:
