@@ -16,8 +16,6 @@ import pytest
 import heta_eval
 from heta_eval import BenchmarkRunner, RunnerSettings
 from heta_eval.benchmarks import BenchmarkDataError, UdaBenchmark
-from heta_eval.benchmarks.uda_files import read_qa_table
-from heta_eval.evaluators.uda_evidence import PAGELESS_REASON
 
 from .conftest import SHARED, CliRunner, load_benchmark, load_recipe
 
@@ -106,6 +104,8 @@ def test_documents_are_found_in_the_published_layout(uda_root: Path, tmp_path: P
 def test_a_bare_carriage_return_does_not_split_a_record(uda_root: Path, tmp_path: Path) -> None:
     _, cases, _ = _load(tmp_path, "feta", "qa_table", uda_root)
     assert len(cases) == 11
+    from heta_eval.benchmarks.uda_files import read_qa_table
+
     rows = dict(read_qa_table(uda_root / "qa" / "feta_qa.csv", ("doc_name", "q_uid")))
     assert len(rows) == 1023
     row = next(r for r in rows.values() if r["q_uid"] == "8114")
@@ -149,7 +149,13 @@ def test_answers_are_taken_per_subset(uda_root: Path, tmp_path: Path) -> None:
 def test_evidence_that_names_only_the_document_is_skipped_not_1(
     uda_root: Path, tmp_path: Path
 ) -> None:
-    bench = UdaBenchmark(subset="paper_tab", source="bench", data_root=uda_root)
+    # The papers named explicitly, so that only the scoring is under test here.
+    bench = UdaBenchmark(
+        subset="paper_tab",
+        source="qa_table",
+        data_root=uda_root,
+        documents_dir=uda_root / "src_doc_files_example" / "paper_docs",
+    )
     runner = BenchmarkRunner(
         benchmark=bench,
         recipe=load_recipe(),
@@ -161,6 +167,8 @@ def test_evidence_that_names_only_the_document_is_skipped_not_1(
     recall = report.score_details["bm25.evidence_recall@5"]
     assert (recall.scored, recall.skipped) == (0, 4)
     assert "bm25.evidence_recall@5" not in report.score_summary
+    from heta_eval.evaluators.uda_evidence import PAGELESS_REASON
+
     reasons = {
         s.skipped_reason for r in report.case_results for s in r.scores if "recall" in s.name
     }

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+from heta_eval.benchmarks.uda_documents import file_document, page_document, render_row
 from heta_eval.benchmarks.uda_entries import UdaQuestion, bench_question, page_number, row_question
 from heta_eval.benchmarks.uda_files import (
     ANSWER_COLUMNS,
+    KNOWN_SHA256,
     TAT_PAGES,
     document_folders,
     pdf_text,
@@ -33,7 +36,6 @@ from heta_eval.evaluators.uda_evidence import (
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
 )
-from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE
 from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -57,89 +59,8 @@ CITATION = (
     "Real-world Document Analysis. NeurIPS 2024 Datasets and Benchmarks."
 )
 SUBSETS = ("fin", "tat", "paper_tab", "paper_text", "feta", "nq")
-# sha256 of the published files (dataset/ at commit fca5237).
-KNOWN_SHA256 = {
-    "qa/fin_qa.csv": "dea42d3f77f2e61bf28f93938809f28e30baacbdc5c4c220c20d61889b49d992",
-    "qa/tat_qa.csv": "9f8d2449bbc7469a13b6d88e04fafdcb55d0521fa1bfc4b11988ba8eb94d9669",
-    "qa/paper_text_qa.csv": "947e301b61b57173d09bbbc902c307b8f3b4c4a90548f991ac67cbd42d088a5b",
-    "qa/paper_tab_qa.csv": "eca7b3618dd5e5b474f398b2e086e3aa45642c961aa09a04f43bc50a203a8a92",
-    "qa/feta_qa.csv": "0c324a2e4f9d48faca4309068934df242e2ccae28cdf73cf08018118a7427b23",
-    "qa/nq_qa.csv": "20fa0712bcc0ea240ddc57f7e5489313139b4a9d333c98331d7b00856117a074",
-    "extended_qa_info_bench/bench_fin_qa.json": (
-        "8e023630eed489239f0538038beccbf4069505c39cd8c5bf72f98d23066d17f2"
-    ),
-    "extended_qa_info_bench/bench_tat_qa.json": (
-        "1cbf1cc58f1deb3e0aa39587e3db94f9e375b2529786a4b0ee55e2fb364f6832"
-    ),
-    "extended_qa_info_bench/bench_paper_text_qa.json": (
-        "1aec650b0dd6288b7f9612b1359f6af2aa6bc412d0752e4666fa18264c2cd5b5"
-    ),
-    "extended_qa_info_bench/bench_paper_tab_qa.json": (
-        "09bd45ea9cce84595c4553db8ea8fc75faff4fd2dd99181730159f264da41ec4"
-    ),
-    "extended_qa_info_bench/bench_feta_qa.json": (
-        "673dfc4fcffa93849b84a43b95c335cfe091bb2b0f930b5dc7ace76f28b75725"
-    ),
-    "extended_qa_info_bench/bench_nq_qa.json": (
-        "98ef0a8f5fa792bcc9aa4d6092462616216d0b6c3e9d01012120f2ad9c319956"
-    ),
-}
-MEDIA_TYPES = {
-    ".pdf": "application/pdf",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".json": "application/json",
-}
 Source = Literal["bench", "qa_table", "mixed"]
 Loaded = tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]
-
-
-def render_row(header: list[str], row: list[str]) -> str:
-    """A table row as text that keeps its column headers: `label: col = value; ...`."""
-    if not header or len(header) != len(row) or not row:
-        return " | ".join(row)
-    cells = [f"{h} = {v}" for h, v in zip(header[1:], row[1:], strict=True) if str(v).strip()]
-    return f"{row[0]}: " + "; ".join(cells)
-
-
-def _file_document(doc_name: str, path: Path, document_id: str | None = None) -> BenchmarkDocument:
-    return BenchmarkDocument(
-        document_id=document_id or doc_name,
-        name=path.name,
-        media_type=MEDIA_TYPES.get(path.suffix.lower(), "application/octet-stream"),
-        path=path.resolve(),
-        metadata={"report": doc_name, "unit_id": doc_name},
-    )
-
-
-def _page_document(
-    doc_id: str, report: str, page: int, context: dict[str, Any]
-) -> BenchmarkDocument:
-    """A finance page (pre-segmented): its text blocks and each table row with its headers."""
-    locator = {"page_index": page - 1}
-    pre, table, post = context["pre_text"], context["table"], context["post_text"]
-    segments = []
-    if pre:
-        segments.append({"text": "\n".join(pre), "locator": {**locator, "block": "pre_text"}})
-    header = [str(c) for c in table[0]] if table else []
-    for row_index, row in enumerate(table):
-        segments.append(
-            {
-                "text": render_row(header, [str(c) for c in row]),
-                "locator": {**locator, "table_id": "table", "row_index": row_index},
-            }
-        )
-    if post:
-        segments.append({"text": "\n".join(post), "locator": {**locator, "block": "post_text"}})
-    return BenchmarkDocument(
-        document_id=doc_id,
-        name=f"{doc_id}.segments.json",
-        media_type=SEGMENTS_MEDIA_TYPE,
-        data=json.dumps({"segments": segments}, ensure_ascii=False),
-        metadata={"report": report, "page": page, "unit_id": report},
-    )
 
 
 class UdaBenchmark(BenchmarkAdapter):
@@ -205,6 +126,7 @@ class UdaBenchmark(BenchmarkAdapter):
             metadata={"subset": subset, "source": source},
         )
         self._prepared: PreparedBenchmark | None = None
+        self._tat_page_texts: dict[str, str | None] = {}
         # The mixed source reports its scores per source type (source file versus bench text).
         self.slice_by: tuple[str, ...] = ("source_type",) if source == "mixed" else ()
 
@@ -287,10 +209,6 @@ class UdaBenchmark(BenchmarkAdapter):
     def _files(self) -> dict[str, Path]:
         return source_files(self._folders())
 
-    @cached_property
-    def _tat_page_texts(self) -> dict[str, str | None]:
-        return {}
-
     def _tat_page(self, uid: str) -> str | None:
         """The text of TAT-QA's one-page evidence PDF `uid`, where the dataset ships it."""
         assert self._prepared is not None
@@ -331,7 +249,7 @@ class UdaBenchmark(BenchmarkAdapter):
             question = row_question(self.subset, row, f"{path}:{line}")
             sampled = joined.get((question.doc_name, question.q_uid))
             if sampled is not None and sampled.evidence is not None:
-                question = _with_evidence(question, sampled.evidence)
+                question = replace(question, evidence=sampled.evidence)
             questions.append(question)
         return questions
 
@@ -372,9 +290,7 @@ class UdaBenchmark(BenchmarkAdapter):
             assert q.page is not None
             doc_id = f"{q.doc_name}-page_{q.page}"
             if doc_id not in documents:
-                documents[doc_id] = _page_document(
-                    doc_id, q.doc_name, q.page, q.metadata["context"]
-                )
+                documents[doc_id] = page_document(doc_id, q.doc_name, q.page, q.metadata["context"])
             cases.append((q.doc_name, self._case(q, doc_id, q.page, "page_text")))
         return list(documents.values()), cases
 
@@ -390,7 +306,7 @@ class UdaBenchmark(BenchmarkAdapter):
                 continue
             # The knowledge base is that page: the facts are the evidence, not the page.
             doc_id = f"{q.doc_name}-page_{uid}"
-            documents.setdefault(doc_id, _file_document(q.doc_name, file, doc_id))
+            documents.setdefault(doc_id, file_document(q.doc_name, file, doc_id))
             cases.append((q.doc_name, self._case(q, doc_id, None, "page_pdf")))
         _warn_skipped(self.subset, skipped, "neither the report nor its evidence page is here")
         return list(documents.values()), cases
@@ -403,7 +319,7 @@ class UdaBenchmark(BenchmarkAdapter):
             if file is None:
                 skipped.append(q)
                 continue
-            documents.setdefault(q.doc_name, _file_document(q.doc_name, file))
+            documents.setdefault(q.doc_name, file_document(q.doc_name, file))
             page = q.page if file.suffix.lower() == ".pdf" else None
             cases.append((q.doc_name, self._case(q, q.doc_name, page, "pdf")))
         if not quiet:
@@ -468,12 +384,6 @@ class UdaBenchmark(BenchmarkAdapter):
             *(UdaEvidenceMatchAtK(k=k) for k in self.evidence_ks),
             *answers[self.subset],
         )
-
-
-def _with_evidence(question: UdaQuestion, evidence: dict[str, Any]) -> UdaQuestion:
-    from dataclasses import replace
-
-    return replace(question, evidence=evidence)
 
 
 def _warn_skipped(subset: str, questions: Iterable[UdaQuestion], why: str) -> None:

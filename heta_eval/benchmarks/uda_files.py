@@ -23,6 +23,34 @@ DOCUMENT_FOLDERS: dict[str, tuple[str, ...]] = {
 DOCUMENT_ROOTS = ("src_doc_files", "src_doc_files_example")
 TAT_PAGES = "extended_qa_info/tat_doc_page_example"
 
+# sha256 of the published files (dataset/ at commit fca5237).
+KNOWN_SHA256 = {
+    "qa/fin_qa.csv": "dea42d3f77f2e61bf28f93938809f28e30baacbdc5c4c220c20d61889b49d992",
+    "qa/tat_qa.csv": "9f8d2449bbc7469a13b6d88e04fafdcb55d0521fa1bfc4b11988ba8eb94d9669",
+    "qa/paper_text_qa.csv": "947e301b61b57173d09bbbc902c307b8f3b4c4a90548f991ac67cbd42d088a5b",
+    "qa/paper_tab_qa.csv": "eca7b3618dd5e5b474f398b2e086e3aa45642c961aa09a04f43bc50a203a8a92",
+    "qa/feta_qa.csv": "0c324a2e4f9d48faca4309068934df242e2ccae28cdf73cf08018118a7427b23",
+    "qa/nq_qa.csv": "20fa0712bcc0ea240ddc57f7e5489313139b4a9d333c98331d7b00856117a074",
+    "extended_qa_info_bench/bench_fin_qa.json": (
+        "8e023630eed489239f0538038beccbf4069505c39cd8c5bf72f98d23066d17f2"
+    ),
+    "extended_qa_info_bench/bench_tat_qa.json": (
+        "1cbf1cc58f1deb3e0aa39587e3db94f9e375b2529786a4b0ee55e2fb364f6832"
+    ),
+    "extended_qa_info_bench/bench_paper_text_qa.json": (
+        "1aec650b0dd6288b7f9612b1359f6af2aa6bc412d0752e4666fa18264c2cd5b5"
+    ),
+    "extended_qa_info_bench/bench_paper_tab_qa.json": (
+        "09bd45ea9cce84595c4553db8ea8fc75faff4fd2dd99181730159f264da41ec4"
+    ),
+    "extended_qa_info_bench/bench_feta_qa.json": (
+        "673dfc4fcffa93849b84a43b95c335cfe091bb2b0f930b5dc7ace76f28b75725"
+    ),
+    "extended_qa_info_bench/bench_nq_qa.json": (
+        "98ef0a8f5fa792bcc9aa4d6092462616216d0b6c3e9d01012120f2ad9c319956"
+    ),
+}
+
 # The columns each subset's QA table must have after doc_name|q_uid|question.
 ANSWER_COLUMNS: dict[str, tuple[str, ...]] = {
     "fin": ("answer_1", "answer_2"),
