@@ -51,8 +51,13 @@ def uda_root() -> Path:
     return UDA
 
 
-def _load(tmp_path: Path, subset: str, source: str, root: Path = UDA) -> tuple[list, list, list]:
-    return load_benchmark(UdaBenchmark(subset=subset, source=source, data_root=root), tmp_path)
+def _load(
+    tmp_path: Path, subset: str, source: str, root: Path = UDA, documents: str | None = None
+) -> tuple[list, list, list]:
+    """The benchmark's contents; `documents` names the folder explicitly (under the examples)."""
+    folder = root / "src_doc_files_example" / documents if documents else None
+    bench = UdaBenchmark(subset=subset, source=source, data_root=root, documents_dir=folder)
+    return load_benchmark(bench, tmp_path)
 
 
 @pytest.mark.parametrize(("subset", "source"), sorted(EXPECTED))
@@ -102,8 +107,8 @@ def test_documents_are_found_in_the_published_layout(uda_root: Path, tmp_path: P
 
 
 def test_a_bare_carriage_return_does_not_split_a_record(uda_root: Path, tmp_path: Path) -> None:
-    _, cases, _ = _load(tmp_path, "feta", "qa_table", uda_root)
-    assert len(cases) == 11
+    _, cases, _ = _load(tmp_path, "feta", "qa_table", uda_root, "wiki_feta_docs/pdfs")
+    assert len(cases) == 8  # the questions about the four pages in the feta folder
     from heta_eval.benchmarks.uda_files import read_qa_table
 
     rows = dict(read_qa_table(uda_root / "qa" / "feta_qa.csv", ("doc_name", "q_uid")))
@@ -123,13 +128,12 @@ def test_a_bare_carriage_return_does_not_split_a_record(uda_root: Path, tmp_path
 
 
 def test_answers_are_taken_per_subset(uda_root: Path, tmp_path: Path) -> None:
-    _, tat, _ = _load(tmp_path / "tat", "tat", "qa_table", uda_root)
+    _, tat, _ = _load(tmp_path / "tat", "tat", "qa_table", uda_root, "tat_docs")
     # tat_qa.csv: answer "['...']" as text, answer_scale and answer_type beside it.
     for case in tat:
-        gold = case.expected.metadata["uda_answer"]
-        assert isinstance(gold["answer"], list)
         assert not set(case.expected.answers) & {"span", "multi-span", "arithmetic", "thousand"}
         assert not any(a.startswith("[") for a in case.expected.answers)
+        assert isinstance(case.expected.metadata["uda_answer"]["answer"], list)
     sales = next(c for c in tat if c.case_id == "4dfce6a0dde12d956bd0ba66a02e4b5a")
     assert sales.expected.answers == ("$ 93,662",)
     assert sales.expected.metadata["uda_answer"] == {
@@ -137,8 +141,9 @@ def test_answers_are_taken_per_subset(uda_root: Path, tmp_path: Path) -> None:
         "answer_type": "span",
         "scale": "thousand",
     }
-    _, nq, _ = _load(tmp_path / "nq", "nq", "qa_table", uda_root)
+    _, nq, _ = _load(tmp_path / "nq", "nq", "qa_table", uda_root, "wiki_nq_docs/pdfs")
     size = next(c for c in nq if c.case_id == "-8377155967940203923")
+    assert len(size.expected.answers) == 2  # the short and the long answer
     assert size.expected.answers[0] == "Congress added"
     assert size.expected.answers[1].startswith("Article III of the United States Constitution")
     assert size.expected.metadata["uda_evidence"]["groups"] == [
