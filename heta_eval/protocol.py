@@ -1,9 +1,10 @@
 """The two contracts of the benchmark protocol, adapters and evaluators, with base classes
 that give the optional members their defaults.
 
-Every member the runner relies on is declared here: an adapter's `default_top_k` and
-`slice_by`, an evaluator's `aclose()`. Subclass `BenchmarkAdapter` / `Evaluator` to get
-their defaults, or define them yourself on any class that follows the protocol.
+Every member the runner relies on is declared here: an adapter's `default_top_k`,
+`slice_by` and `ignore_identical_ids`, an evaluator's `aclose()`. Subclass
+`BenchmarkAdapter` / `Evaluator` to get their defaults, or define them yourself on any
+class that follows the protocol.
 """
 
 from __future__ import annotations
@@ -52,11 +53,15 @@ class BenchmarkProtocol(Protocol):
 
     `default_top_k` is how deep the benchmark's scoring policy retrieves (BEIR: 100) unless
     `runner.top_k` says otherwise; `slice_by` names case metadata keys (such as
-    `question_type`) by which the report also summarises scores.
+    `question_type`) by which the report also summarises scores. With
+    `ignore_identical_ids`, a retrieved document whose id is the case id is no answer to it
+    (BEIR's convention): the runner retrieves `top_k + 1`, drops that document and keeps
+    `top_k` before any evaluator scores, so the convention holds under every evaluator set.
     """
 
     default_top_k: int
     slice_by: tuple[str, ...]
+    ignore_identical_ids: bool
 
     @property
     def manifest(self) -> BenchmarkManifest: ...
@@ -78,11 +83,13 @@ class BenchmarkAdapter:
     """Base class of adapters: the defaults of `BenchmarkProtocol`'s optional members.
 
     A subclass implements `manifest`, `resources`, `prepare`, `documents`, `cases`,
-    `run_units` and `evaluators`; it may override `default_top_k` (10) and `slice_by` (none).
+    `run_units` and `evaluators`; it may override `default_top_k` (10), `slice_by` (none)
+    and `ignore_identical_ids` (False).
     """
 
     default_top_k: int = 10
     slice_by: tuple[str, ...] = ()
+    ignore_identical_ids: bool = False
 
 
 class Evaluator:

@@ -91,7 +91,9 @@ class BeirBenchmark(BenchmarkAdapter):
     - Metrics are computed at document level: chunk hits map back to their document and
       only its first (best) occurrence counts; nDCG uses trec_eval's gain (the grade).
     - A retrieved document whose id equals the query id is ignored (BEIR's
-      `ignore_identical_ids=True`, which matters for ArguAna and Quora).
+      `ignore_identical_ids=True`, which matters for ArguAna and Quora): the runner
+      retrieves `top_k + 1`, drops it and keeps `top_k`, as BEIR's own search does, so the
+      convention holds under any evaluator set (`evaluator=retrieval` too).
     - Default evaluators: nDCG@10, Recall@100, MAP@100, MRR@10, Precision@10; the runner
       retrieves `default_top_k = 100` results unless `runner.top_k` says otherwise.
 

@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
-import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
-from heta_eval.evaluators import (
-    AnswerContains,
-    AnswerNumericMatch,
-    EvidenceMatcher,
-    EvidenceRecallAtK,
+from heta_eval.benchmarks.uda_documents import file_document, page_document, render_row
+from heta_eval.benchmarks.uda_entries import UdaQuestion, bench_question, page_number, row_question
+from heta_eval.benchmarks.uda_files import (
+    ANSWER_COLUMNS,
+    KNOWN_SHA256,
+    TAT_PAGES,
+    document_folders,
+    pdf_text,
+    read_qa_table,
+    source_files,
 )
-from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE
+from heta_eval.evaluators.uda_answers import (
+    ANSWER_KEY,
+    FetaAnswerF1,
+    FinQAExactMatch,
+    NqAnswerF1,
+    QasperAnswerF1,
+    TatQAExactMatch,
+    TatQAF1,
+)
+from heta_eval.evaluators.uda_evidence import (
+    EVIDENCE_KEY,
+    PageEvidenceRecallAtK,
+    UdaEvidenceMatchAtK,
+)
 from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -32,6 +49,8 @@ from heta_eval.records import (
     PreparedBenchmark,
 )
 
+__all__ = ["SUBSETS", "UdaBenchmark", "page_number", "render_row"]
+
 log = logging.getLogger(__name__)
 
 REPO_URL = "https://raw.githubusercontent.com/qinchuanhui/UDA-Benchmark/main/dataset"
@@ -40,73 +59,40 @@ CITATION = (
     "Real-world Document Analysis. NeurIPS 2024 Datasets and Benchmarks."
 )
 SUBSETS = ("fin", "tat", "paper_tab", "paper_text", "feta", "nq")
-# sha256 of the published files that we have checked (finance subset).
-KNOWN_SHA256 = {
-    "qa/fin_qa.csv": "dea42d3f77f2e61bf28f93938809f28e30baacbdc5c4c220c20d61889b49d992",
-    "extended_qa_info_bench/bench_fin_qa.json": (
-        "8e023630eed489239f0538038beccbf4069505c39cd8c5bf72f98d23066d17f2"
-    ),
-}
-MEDIA_TYPES = {
-    ".pdf": "application/pdf",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".json": "application/json",
-}
-_PAGE = re.compile(r"page_(\d+)")
 Source = Literal["bench", "qa_table", "mixed"]
-
-
-def page_number(q_uid: str) -> int | None:
-    """1-based page named in a question id such as `ADI/2009/page_49.pdf-1`, or None."""
-    match = _PAGE.search(q_uid)
-    return int(match.group(1)) if match else None
-
-
-def _answers(*values: Any) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for value in values:
-        text = "" if value is None else str(value).strip()
-        if text:
-            seen.setdefault(text, None)
-    return tuple(seen)
-
-
-def render_row(header: list[str], row: list[str]) -> str:
-    """A table row as text that keeps its column headers: `label: col = value; ...`."""
-    if not header or len(header) != len(row) or not row:
-        return " | ".join(row)
-    cells = [f"{h} = {v}" for h, v in zip(header[1:], row[1:], strict=True) if str(v).strip()]
-    return f"{row[0]}: " + "; ".join(cells)
+Loaded = tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]
 
 
 class UdaBenchmark(BenchmarkAdapter):
-    """UDA-Benchmark (finance and the other subsets), one knowledge base per source document.
+    """UDA-Benchmark, all six subsets, one knowledge base per source document.
 
-    Questions are bound to one report each, so every report is its own run unit (its
-    documents, its cases), and the report aggregates all units. Two inputs:
+    Subsets: `fin` (FinQA reports), `tat` (TAT-QA reports), `paper_text` and `paper_tab`
+    (Qasper papers, shared `paper_docs/`), `feta` and `nq` (Wikipedia pages). Questions are
+    bound to one document each, so every document is its own run unit. Sources:
 
-    - `source="bench"`: the sampled benchmark `extended_qa_info_bench/bench_{subset}_qa.json`
-      (finance: 451 questions, 99 reports). Each question carries its page (`pre_text`,
-      `table`, `post_text`); a document is one page (`{report}-page_{N}`), pre-segmented:
-      the text blocks and each table row (rendered with its column headers, with
-      `table_id`/`row_index` in provenance). Pages are deduplicated per report.
-    - `source="mixed"`: reports whose source PDF is in `documents_dir` are evaluated from
-      the PDF with the QA table's questions, every other report of the sampled bench from
-      its page text; the report slices evidence recall by `source_type` (pdf, page_text).
-    - `source="qa_table"`: the QA table `qa/{subset}_qa.csv` (pipe-delimited) with the
-      source documents from `documents_dir` (PDFs for finance, parsed page by page). Reports
-      whose file is missing are skipped with one warning counting reports and questions.
+    - `bench`: the sampled questions `extended_qa_info_bench/bench_{subset}_qa.json`, with
+      their evidence. fin ships each question's page (`pre_text`, `table`, `post_text`):
+      a document is that page (`{report}-page_{N}`, text blocks and table rows). The other
+      subsets are read from their source documents (see `documents_dir`).
+    - `qa_table`: every question of `qa/{subset}_qa.csv` with the source documents; the
+      evidence of a question that is also in the bench comes from there (nq: the long
+      answer column).
+    - `mixed`: documents whose source file is present are evaluated from it with the QA
+      table's questions; the others from what the bench ships: fin the page text, tat the
+      one evidence page PDF where `extended_qa_info/tat_doc_page_example/` has it (the
+      other subsets ship no document text). The report slices scores by `source_type`.
 
-    Pages: `page_N` in a question id is the 1-based PDF page; locators use 0-based
-    `page_index` (`page_59` → `page_index=58`, the 59th page). Evidence is that page:
-    `{"document_id", "page_index"}`. Expected answers are every form the data gives
-    (`57%` and `0.57484`). Default evaluators: evidence recall@1/@5/@10 (the retrieved chunk
-    must come from that document and page), numeric answer match (percent-aware, with
-    tolerance; exact match for text answers) and answer containment — the last two are
-    skipped when the recipe generates no answer.
+    Questions whose document is absent are skipped with one warning counting them.
+    Source documents are found in the published layout under `data_root`
+    (`src_doc_files[_example]/fin_docs`, `tat_docs`, `paper_docs`, `wiki_feta_docs/pdfs`,
+    `wiki_nq_docs/pdfs`; the two wiki folders are searched both) or in `documents_dir`.
+
+    Scoring (the benchmark's own): `evidence_recall@k` on the page (fin page numbers,
+    0-based `page_index`), skipped with its reason where the evidence names only the
+    document; `uda_evidence_match@k`, UDA's LCS evidence match; and the subset's answer
+    metrics (fin `finqa_exact_match`, tat `tatqa_exact_match`/`tatqa_f1`, paper
+    `qasper_answer_f1`, feta `feta_answer_f1`, nq `nq_answer_f1`), skipped when the recipe
+    generates no answer.
     """
 
     default_top_k = 10
@@ -117,8 +103,7 @@ class UdaBenchmark(BenchmarkAdapter):
         source: Source = "bench",
         data_root: str | Path | None = None,
         documents_dir: str | Path | None = None,
-        evidence_ks: tuple[int, ...] | list[int] = (1, 5, 10),
-        numeric_rel_tol: float = 1e-2,
+        evidence_ks: tuple[int, ...] | list[int] = (1, 3, 5),
     ) -> None:
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
@@ -129,7 +114,6 @@ class UdaBenchmark(BenchmarkAdapter):
         self.data_root = Path(data_root).expanduser() if data_root is not None else None
         self.documents_dir = Path(documents_dir).expanduser() if documents_dir else None
         self.evidence_ks = tuple(evidence_ks)
-        self.numeric_rel_tol = numeric_rel_tol
         self._manifest = BenchmarkManifest(
             name=f"uda-{subset}",
             version="neurips2024",
@@ -142,7 +126,8 @@ class UdaBenchmark(BenchmarkAdapter):
             metadata={"subset": subset, "source": source},
         )
         self._prepared: PreparedBenchmark | None = None
-        # The mixed source reports evidence recall per source type (PDF versus page text).
+        self._tat_page_texts: dict[str, str | None] = {}
+        # The mixed source reports its scores per source type (source file versus bench text).
         self.slice_by: tuple[str, ...] = ("source_type",) if source == "mixed" else ()
 
     @property
@@ -166,6 +151,9 @@ class UdaBenchmark(BenchmarkAdapter):
             ),
         )
 
+    def _needs_documents(self) -> bool:
+        return self.source != "bench" or self.subset != "fin"
+
     async def prepare(self, workspace: BenchmarkWorkspace) -> PreparedBenchmark:
         member = self._member()
         if self.data_root is not None:
@@ -182,58 +170,56 @@ class UdaBenchmark(BenchmarkAdapter):
                 resource, cache_dir() / "uda" / Path(member).parent, offline=workspace.offline
             )
         paths = {"questions": path.resolve()}
-        if self.source in ("qa_table", "mixed"):
+        if self._needs_documents():
             paths["documents"] = self._documents_dir().resolve()
+        root = self.data_root or Path()
         if self.source == "mixed":
-            table = (self.data_root or Path()) / f"qa/{self.subset}_qa.csv"
+            table = root / f"qa/{self.subset}_qa.csv"
             if not table.is_file():
                 raise BenchmarkDataError(f"benchmark.data_root: {table} not found (mixed source)")
             paths["table"] = table.resolve()
+        bench = root / f"extended_qa_info_bench/bench_{self.subset}_qa.json"
+        if self.source == "qa_table" and self.data_root is not None and bench.is_file():
+            paths["bench"] = bench.resolve()  # evidence of the questions it samples
+        if self.subset == "tat" and self.data_root is not None and (root / TAT_PAGES).is_dir():
+            paths["tat_pages"] = (root / TAT_PAGES).resolve()
         self._prepared = PreparedBenchmark(
             manifest=self.manifest, root=path.parent.resolve(), paths=paths
         )
         return self._prepared
 
+    def _folders(self) -> list[Path]:
+        return document_folders(self.subset, self.data_root, self.documents_dir)
+
     def _documents_dir(self) -> Path:
-        if self.documents_dir is not None:
-            candidates = [self.documents_dir]
-        elif self.data_root is not None:
-            candidates = [
-                self.data_root / "src_doc_files" / f"{self.subset}_docs",
-                self.data_root / "src_doc_files_example" / f"{self.subset}_docs",
-            ]
-        else:
-            candidates = []
-        for candidate in candidates:
-            if candidate.is_dir():
-                return candidate
+        folders = self._folders()
+        for folder in folders:
+            if folder.is_dir():
+                return folder
+        looked = [str(c) for c in folders] or "nothing: set benchmark.data_root"
         raise BenchmarkDataError(
-            "benchmark.documents_dir: the qa_table source needs the UDA source documents "
-            f"(looked in {[str(c) for c in candidates] or 'nothing: set benchmark.data_root'}); "
+            f"benchmark.documents_dir: UDA {self.subset} ({self.source}) needs the source "
+            f"documents (looked in {looked}); "
             "download them from the UDA-Benchmark release and point documents_dir at them"
         )
 
-    @cached_property
-    def _loaded(self) -> tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]:
-        assert self._prepared is not None, "prepare() first"
-        paths = self._prepared.paths
-        if self.source == "bench":
-            return self._load_bench(paths["questions"])
-        if self.source == "qa_table":
-            return self._load_table(paths["questions"], paths["documents"])
-        # Mixed: reports whose PDF is here are evaluated from the PDF with the QA table's
-        # questions; every other report of the sampled bench from its page text.
-        pdf_documents, pdf_cases = self._load_table(paths["table"], paths["documents"], quiet=True)
-        with_pdf = {d.document_id for d in pdf_documents}
-        page_documents, page_cases = self._load_bench(paths["questions"])
-        return (
-            pdf_documents + [d for d in page_documents if d.metadata["report"] not in with_pdf],
-            pdf_cases + [(r, c) for r, c in page_cases if r not in with_pdf],
-        )
+    # --- reading -------------------------------------------------------------------------
 
-    def _load_bench(
-        self, path: Path
-    ) -> tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]:
+    @cached_property
+    def _files(self) -> dict[str, Path]:
+        return source_files(self._folders())
+
+    def _tat_page(self, uid: str) -> str | None:
+        """The text of TAT-QA's one-page evidence PDF `uid`, where the dataset ships it."""
+        assert self._prepared is not None
+        pages = self._prepared.paths.get("tat_pages")
+        if pages is None or not (pages / f"{uid}.pdf").is_file():
+            return None
+        if uid not in self._tat_page_texts:
+            self._tat_page_texts[uid] = pdf_text(pages / f"{uid}.pdf") or None
+        return self._tat_page_texts[uid]
+
+    def _bench_questions(self, path: Path, with_pages: bool = True) -> list[UdaQuestion]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
@@ -241,143 +227,131 @@ class UdaBenchmark(BenchmarkAdapter):
                 f"{path}:{exc.lineno}: invalid JSON at column {exc.colno}: {exc.msg}"
             ) from None
         if not isinstance(data, dict):
-            raise BenchmarkDataError(f"{path}: expected an object keyed by report name")
+            raise BenchmarkDataError(f"{path}: expected an object keyed by document name")
+        pages = self._tat_page if with_pages else (lambda uid: None)
+        questions = []
+        for doc, entries in data.items():
+            if not isinstance(entries, list):
+                raise BenchmarkDataError(f"{path}[{doc!r}]: expected a list of questions")
+            for i, entry in enumerate(entries):
+                where = f"{path}[{doc!r}][{i}]"
+                question = bench_question(self.subset, doc, entry, where, pages)
+                if self.subset == "fin" and question.page is None:
+                    raise BenchmarkDataError(f"{where}.q_uid: no page_N in {question.q_uid!r}")
+                questions.append(question)
+        return questions
+
+    def _table_questions(self, path: Path, bench: Path | None) -> list[UdaQuestion]:
+        joined = {(q.doc_name, q.q_uid): q for q in self._bench_questions(bench)} if bench else {}
+        required = ("doc_name", "q_uid", "question", *ANSWER_COLUMNS[self.subset][:1])
+        questions = []
+        for line, row in read_qa_table(path, required):
+            question = row_question(self.subset, row, f"{path}:{line}")
+            sampled = joined.get((question.doc_name, question.q_uid))
+            if sampled is not None and sampled.evidence is not None:
+                question = replace(question, evidence=sampled.evidence)
+            questions.append(question)
+        return questions
+
+    @cached_property
+    def _loaded(self) -> Loaded:
+        assert self._prepared is not None, "prepare() first"
+        paths = self._prepared.paths
+        if self.source == "bench":
+            questions = self._bench_questions(paths["questions"])
+            if self.subset == "fin":
+                return self._from_pages(questions)
+            return self._from_files(questions)
+        if self.source == "qa_table":
+            return self._from_files(self._table_questions(paths["questions"], paths.get("bench")))
+        # Mixed: documents whose source file is present from it, with the QA table's
+        # questions; the bench's other documents from the text the bench ships for them.
+        table = self._table_questions(paths["table"], paths["questions"])
+        documents, cases = self._from_files(table, quiet=True)
+        present = {d.metadata["report"] for d in documents}
+        rest = [
+            q
+            for q in self._bench_questions(paths["questions"], with_pages=False)
+            if q.doc_name not in present
+        ]
+        if self.subset == "fin":
+            more = self._from_pages(rest)
+        elif self.subset == "tat":
+            more = self._from_tat_pages(rest)
+        else:
+            more = ([], [])
+            _warn_skipped(self.subset, rest, "the bench ships no text of their documents")
+        return documents + more[0], cases + more[1]
+
+    def _from_pages(self, questions: list[UdaQuestion]) -> Loaded:
         documents: dict[str, BenchmarkDocument] = {}
-        cases: list[tuple[str, BenchmarkCase]] = []
-        for report, questions in data.items():
-            for i, item in enumerate(questions):
-                where = f"{path}[{report!r}][{i}]"
-                try:
-                    q_uid, question = item["q_uid"], item["question"]
-                    answers, context = item["answers"], item["context"]
-                    blocks = (context["pre_text"], context["table"], context["post_text"])
-                except (KeyError, TypeError) as exc:
-                    raise BenchmarkDataError(f"{where}: missing field {exc}") from None
-                page = page_number(q_uid)
-                if page is None:
-                    raise BenchmarkDataError(f"{where}.q_uid: no page_N in {q_uid!r}")
-                doc_id = f"{report}-page_{page}"
-                if doc_id not in documents:
-                    documents[doc_id] = self._page_document(doc_id, report, page, *blocks)
-                evidence = BenchmarkEvidence(
-                    reference_id=doc_id,
-                    locator={"document_id": doc_id, "page_index": page - 1},
-                    metadata={"facts": item.get("evidence") or {}},
-                )
-                cases.append(
-                    (
-                        report,
-                        BenchmarkCase(
-                            case_id=q_uid,
-                            query=question,
-                            expected=BenchmarkExpected(
-                                answers=_answers(
-                                    answers.get("str_answer"), answers.get("exe_answer")
-                                ),
-                                evidence=(evidence,),
-                            ),
-                            metadata={
-                                "report": report,
-                                "program": item.get("program"),
-                                "source_type": "page_text",
-                            },
-                        ),
-                    )
-                )
+        cases = []
+        for q in questions:
+            assert q.page is not None
+            doc_id = f"{q.doc_name}-page_{q.page}"
+            if doc_id not in documents:
+                documents[doc_id] = page_document(doc_id, q.doc_name, q.page, q.metadata["context"])
+            cases.append((q.doc_name, self._case(q, doc_id, q.page, "page_text")))
         return list(documents.values()), cases
 
-    @staticmethod
-    def _page_document(
-        doc_id: str, report: str, page: int, pre: list[str], table: list[list[str]], post: list[str]
-    ) -> BenchmarkDocument:
-        locator = {"page_index": page - 1}
-        segments = []
-        if pre:
-            segments.append({"text": "\n".join(pre), "locator": {**locator, "block": "pre_text"}})
-        header = [str(c) for c in table[0]] if table else []
-        for row_index, row in enumerate(table):
-            segments.append(
-                {
-                    "text": render_row(header, [str(c) for c in row]),
-                    "locator": {**locator, "table_id": "table", "row_index": row_index},
-                }
+    def _from_tat_pages(self, questions: list[UdaQuestion]) -> Loaded:
+        pages = self._prepared.paths.get("tat_pages") if self._prepared else None
+        documents: dict[str, BenchmarkDocument] = {}
+        cases, skipped = [], []
+        for q in questions:
+            uid = q.metadata.get("doc_page_uid")
+            file = pages / f"{uid}.pdf" if pages and uid else None
+            if file is None or not file.is_file():
+                skipped.append(q)
+                continue
+            # The knowledge base is that page: the facts are the evidence, not the page.
+            doc_id = f"{q.doc_name}-page_{uid}"
+            documents.setdefault(doc_id, file_document(q.doc_name, file, doc_id))
+            cases.append((q.doc_name, self._case(q, doc_id, None, "page_pdf")))
+        _warn_skipped(self.subset, skipped, "neither the report nor its evidence page is here")
+        return list(documents.values()), cases
+
+    def _from_files(self, questions: list[UdaQuestion], quiet: bool = False) -> Loaded:
+        documents: dict[str, BenchmarkDocument] = {}
+        cases, skipped = [], []
+        for q in questions:
+            file = self._files.get(q.doc_name)
+            if file is None:
+                skipped.append(q)
+                continue
+            documents.setdefault(q.doc_name, file_document(q.doc_name, file))
+            page = q.page if file.suffix.lower() == ".pdf" else None
+            cases.append((q.doc_name, self._case(q, q.doc_name, page, "pdf")))
+        if not quiet:
+            _warn_skipped(
+                self.subset,
+                skipped,
+                f"their source document is not in {[str(f) for f in self._folders()]}",
             )
-        if post:
-            segments.append({"text": "\n".join(post), "locator": {**locator, "block": "post_text"}})
-        return BenchmarkDocument(
-            document_id=doc_id,
-            name=f"{doc_id}.segments.json",
-            media_type=SEGMENTS_MEDIA_TYPE,
-            data=json.dumps({"segments": segments}, ensure_ascii=False),
-            metadata={"report": report, "page": page, "unit_id": report},
+        return list(documents.values()), cases
+
+    def _case(
+        self, q: UdaQuestion, doc_id: str, page: int | None, source_type: str
+    ) -> BenchmarkCase:
+        locator: dict[str, Any] = {"document_id": doc_id}
+        if page is not None:
+            locator["page_index"] = page - 1  # page_59 is the 59th page: page_index 58
+        metadata = {k: v for k, v in q.metadata.items() if k != "context" and v is not None}
+        expected_metadata: dict[str, Any] = {ANSWER_KEY: q.answer}
+        if q.evidence is not None:
+            expected_metadata[EVIDENCE_KEY] = q.evidence
+        return BenchmarkCase(
+            case_id=q.q_uid,
+            query=q.question,
+            expected=BenchmarkExpected(
+                answers=q.answers,
+                evidence=(BenchmarkEvidence(reference_id=doc_id, locator=locator),),
+                metadata=expected_metadata,
+            ),
+            metadata={"report": q.doc_name, "source_type": source_type, **metadata},
         )
 
-    def _load_table(
-        self, path: Path, documents_dir: Path, quiet: bool = False
-    ) -> tuple[list[BenchmarkDocument], list[tuple[str, BenchmarkCase]]]:
-        files = {p.stem: p for p in sorted(documents_dir.iterdir()) if p.is_file()}
-        documents: dict[str, BenchmarkDocument] = {}
-        cases: list[tuple[str, BenchmarkCase]] = []
-        skipped_reports: set[str] = set()
-        skipped_questions = 0
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle, delimiter="|")
-            missing = {"doc_name", "q_uid", "question"} - set(reader.fieldnames or ())
-            if missing:
-                raise BenchmarkDataError(
-                    f"{path}:1: header lacks {sorted(missing)} "
-                    "(expected doc_name|q_uid|question|answer_1|...)"
-                )
-            answer_columns = [f for f in reader.fieldnames or () if f.startswith("answer")]
-            for lineno, row in enumerate(reader, start=2):
-                report, q_uid = (
-                    (row.get("doc_name") or "").strip(),
-                    (row.get("q_uid") or "").strip(),
-                )
-                if not report or not q_uid or not (row.get("question") or "").strip():
-                    raise BenchmarkDataError(
-                        f"{path}:{lineno}: doc_name, q_uid and question must not be empty"
-                    )
-                if report not in files:
-                    skipped_reports.add(report)
-                    skipped_questions += 1
-                    continue
-                if report not in documents:
-                    file = files[report]
-                    documents[report] = BenchmarkDocument(
-                        document_id=report,
-                        name=file.name,
-                        media_type=MEDIA_TYPES.get(file.suffix.lower(), "application/octet-stream"),
-                        path=file.resolve(),
-                        metadata={"report": report, "unit_id": report},
-                    )
-                page = page_number(q_uid)
-                locator: dict[str, Any] = {"document_id": report}
-                if page is not None:
-                    locator["page_index"] = page - 1
-                cases.append(
-                    (
-                        report,
-                        BenchmarkCase(
-                            case_id=q_uid,
-                            query=row["question"].strip(),
-                            expected=BenchmarkExpected(
-                                answers=_answers(*(row.get(c) for c in answer_columns)),
-                                evidence=(BenchmarkEvidence(reference_id=report, locator=locator),),
-                            ),
-                            metadata={"report": report, "source_type": "pdf"},
-                        ),
-                    )
-                )
-        if skipped_reports and not quiet:
-            log.warning(
-                "UDA %s: skipped %d reports (%d questions) whose source document is not in %s",
-                self.subset,
-                len(skipped_reports),
-                skipped_questions,
-                documents_dir,
-            )
-        return list(documents.values()), cases
+    # --- protocol --------------------------------------------------------------------------
 
     async def documents(self, prepared: PreparedBenchmark) -> AsyncIterator[BenchmarkDocument]:
         for document in self._loaded[0]:
@@ -397,9 +371,28 @@ class UdaBenchmark(BenchmarkAdapter):
             yield BenchmarkRunUnit(unit_id=report, document_ids=doc_ids, case_ids=tuple(case_ids))
 
     def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]:
-        page = EvidenceMatcher("locator")
+        answers: dict[str, tuple[BenchmarkEvaluatorProtocol, ...]] = {
+            "fin": (FinQAExactMatch(),),
+            "tat": (TatQAExactMatch(), TatQAF1()),
+            "paper_text": (QasperAnswerF1(),),
+            "paper_tab": (QasperAnswerF1(),),
+            "feta": (FetaAnswerF1(),),
+            "nq": (NqAnswerF1(),),
+        }
         return (
-            *(EvidenceRecallAtK(k=k, matcher=page) for k in self.evidence_ks),
-            AnswerNumericMatch(rel_tol=self.numeric_rel_tol),
-            AnswerContains(target="answer"),
+            *(PageEvidenceRecallAtK(k=k) for k in self.evidence_ks),
+            *(UdaEvidenceMatchAtK(k=k) for k in self.evidence_ks),
+            *answers[self.subset],
+        )
+
+
+def _warn_skipped(subset: str, questions: Iterable[UdaQuestion], why: str) -> None:
+    questions = list(questions)
+    if questions:
+        log.warning(
+            "UDA %s: skipped %d documents (%d questions): %s",
+            subset,
+            len({q.doc_name for q in questions}),
+            len(questions),
+            why,
         )

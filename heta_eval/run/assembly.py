@@ -187,7 +187,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
         raise ConfigError(
             f"benchmark: {type(benchmark).__name__} lacks {missing} of the benchmark protocol "
             "(heta_eval.protocol.BenchmarkProtocol; subclass BenchmarkAdapter for the defaults "
-            "of default_top_k and slice_by)"
+            "of default_top_k, slice_by and ignore_identical_ids)"
         )
     recipe_spec = dict(resolved["recipe"])
     if not str(recipe_spec.get("_target_", "")).strip():

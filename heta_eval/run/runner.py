@@ -172,6 +172,7 @@ class BenchmarkRunner:
             slice_by=tuple(self.benchmark.slice_by),
             store=self.store,
             cache=self.build_cache,
+            ignore_identical_ids=bool(self.benchmark.ignore_identical_ids),
         )
 
     async def load(self) -> LoadedBenchmark:

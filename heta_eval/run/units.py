@@ -114,6 +114,12 @@ def heap_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+def without_identical_ids(response: QueryResponse, case_id: str, top_k: int) -> QueryResponse:
+    """The response without results from the document whose id is the query's, cut to top_k."""
+    kept = [r for r in response.results if r.source.document_id != case_id][:top_k]
+    return response.model_copy(update={"results": tuple(kept)})
+
+
 @dataclass
 class UnitEvaluator:
     """Everything needed to evaluate units, in a form that can be sent to a worker process."""
@@ -126,6 +132,9 @@ class UnitEvaluator:
     slice_by: tuple[str, ...]
     store: ObjectStore
     cache: BuildCache
+    # The benchmark's convention (BEIR's ignore_identical_ids): a query's own document is no
+    # answer to it. Retrieve one more, drop it, keep top_k, whatever evaluators score.
+    ignore_identical_ids: bool = False
 
     def labels(self, case: BenchmarkCase) -> dict[str, str]:
         """Slice labels of a case, from its metadata."""
@@ -143,7 +152,8 @@ class UnitEvaluator:
             "labels": self.labels(case),
             "expected": expected_for_report(case.expected),
         }
-        key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.top_k)
+        depth = self.top_k + 1 if self.ignore_identical_ids else self.top_k
+        key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, depth)
         cached = self.cache.get_response(key) if key is not None else None
         if cached is not None:
             # An evaluator-only change re-scores without querying; the latency is the original.
@@ -151,7 +161,7 @@ class UnitEvaluator:
         else:
             started = time.perf_counter()
             try:
-                response = await kb.query(case.query, mode=mode, top_k=self.top_k)
+                response = await kb.query(case.query, mode=mode, top_k=depth)
             except Exception as exc:
                 return EvaluationCaseResult(
                     **common,
@@ -161,6 +171,8 @@ class UnitEvaluator:
             latency = time.perf_counter() - started
             if key is not None:
                 self.cache.put_response(key, response, latency)
+        if self.ignore_identical_ids:
+            response = without_identical_ids(response, case.case_id, self.top_k)
         scores: list[EvaluationScore] = []
         error = None
         scoring_started = time.perf_counter()

@@ -268,7 +268,11 @@ def test_the_members_the_runner_relies_on_are_declared() -> None:
         pass
 
     assert not isinstance(Incomplete(), BenchmarkProtocol)
-    assert missing_members(Incomplete(), BenchmarkProtocol) == ["default_top_k", "slice_by"]
+    assert missing_members(Incomplete(), BenchmarkProtocol) == [
+        "default_top_k",
+        "ignore_identical_ids",
+        "slice_by",
+    ]
     assert isinstance(Complete(), BenchmarkProtocol) and Complete().default_top_k == 10
     # Nothing reads these members around the contract any more.
     source = "\n".join(p.read_text() for p in (REPO / "heta_eval").rglob("*.py"))

@@ -34,15 +34,17 @@ def decode_text(source: RawSource, data: bytes, encoding: str, errors: str) -> s
         ) from None
 
 
-def join_segments(source: RawSource, parts: list[tuple[str, Mapping[str, Any]]]) -> ParsedSource:
-    """One ParsedSource from (text, locator) parts, joined by blank lines."""
+def join_segments(
+    source: RawSource, parts: list[tuple[str, Mapping[str, Any]]], separator: str = "\n\n"
+) -> ParsedSource:
+    """One ParsedSource from (text, locator) parts, joined by `separator` (a blank line)."""
     text_parts: list[str] = []
     segments: list[Segment] = []
     offset = 0
     for text, locator in parts:
-        if text_parts:
-            text_parts.append("\n\n")
-            offset += 2
+        if text_parts and separator:
+            text_parts.append(separator)
+            offset += len(separator)
         text_parts.append(text)
         segments.append(
             Segment(start_char=offset, end_char=offset + len(text), locator=dict(locator))

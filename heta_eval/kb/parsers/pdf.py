@@ -12,14 +12,18 @@ class PdfParser:
     Provenance: `page_index` is 0-based (the first page is 0), so "page 59" of a report in
     1-based numbering has `page_index=58`. Empty pages yield no chunk. An unreadable PDF
     raises ParseError (recorded as a document error; the rest of the unit builds).
+
+    Pages are joined by `page_separator` (a blank line); `""` joins them as PyPDF2-based
+    pipelines such as UDA's baseline do, which matters to chunkers that cross pages.
     """
 
-    def __init__(self, extraction_mode: str = "plain") -> None:
+    def __init__(self, extraction_mode: str = "plain", page_separator: str = "\n\n") -> None:
         if extraction_mode not in ("plain", "layout"):
             raise ValueError(
                 f"extraction_mode must be 'plain' or 'layout', got {extraction_mode!r}"
             )
         self.extraction_mode = extraction_mode
+        self.page_separator = page_separator
 
     def parse(self, source: RawSource, data: bytes) -> ParsedSource:
         import io
@@ -39,4 +43,5 @@ class PdfParser:
             raise ParseError(
                 f"{source.key}: unreadable PDF ({type(exc).__name__}: {exc})"
             ) from None
-        return join_segments(source, [(text, {"page_index": i}) for i, text in enumerate(pages)])
+        parts = [(text, {"page_index": i}) for i, text in enumerate(pages)]
+        return join_segments(source, parts, self.page_separator)
