@@ -75,9 +75,7 @@ def test_cases_from_report_json_and_from_mlflow_agree_and_pair(
     assert len(pairs) == 12
     assert (pairs["value_b"] - pairs["value_a"]).mean() == pytest.approx(
         report.score_summary["fusion.ndcg@10"]
-        - EvaluationReport.model_validate_json(bm25_path.read_text()).score_summary[
-            "bm25.ndcg@10"
-        ]
+        - EvaluationReport.model_validate_json(bm25_path.read_text()).score_summary["bm25.ndcg@10"]
     )
 
 
