@@ -16,6 +16,7 @@ case table, which keeps no reasons, an unscored value is `not scored`), `skipped
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -129,13 +130,28 @@ def _report_file(path: Path) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _quiet_downloads() -> Iterator[None]:
+    """Without MLflow's download progress bar (one per artifact, noise in a notebook)."""
+    name = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(name)
+    os.environ[name] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def _run_rows(run_id: str, client: Any) -> list[dict[str, Any]]:
     try:
         run = client.get_run(run_id)
     except Exception as exc:
         raise RunsError(f"MLflow run {run_id}: {str(exc).splitlines()[0]}") from None
     artifacts = {a.path for a in client.list_artifacts(run_id)}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _quiet_downloads():
         if CASE_TABLE in artifacts:
             path = Path(client.download_artifacts(run_id, CASE_TABLE, tmp))
             table = json.loads(path.read_text(encoding="utf-8"))
