@@ -24,6 +24,7 @@ from heta_eval.run.tuning import (
     final_overrides,
     typed_params,
 )
+from heta_eval.tracking.sweep import SUMMARY_TABLE
 
 from .conftest import CliRunner, job_logs
 
@@ -51,6 +52,13 @@ def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
     trials = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     (test,) = [r for r in runs if r.data.tags.get(PART_TAG) == "test"]
     assert len(runs) == 5 and len(trials) == 3
+    assert parent.info.status == "FINISHED" and parent.data.params["sweep.sweeper"] == "optuna"
+    assert parent.data.params["recipe.indexes.bm25.k1"] == "interval(0.5, 2.0)"
+    assert all(r.info.status == "FINISHED" for r in [*trials, test])
+    for trial in trials:
+        assert 0.5 <= float(trial.data.params["recipe.indexes.bm25.k1"]) <= 2.0
+        assert 0.3 <= float(trial.data.params["recipe.indexes.bm25.b"]) <= 1.0
+        assert trial.data.params["recipe.chunk_size"] in {"null", "64", "128"}
     assert all(r.data.params["eval.benchmark"] == "sample/1/test-tuning" for r in trials)
     assert test.data.params["eval.benchmark"] == "sample/1/test-heldout"
 
@@ -88,6 +96,7 @@ def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
     assert parent.data.metrics[f"test/{metric}.ci_low"] == pytest.approx(test_score.ci_low)
     logged = client.download_artifacts(parent.info.run_id, RESULTS_FILE, str(tmp_path / "dl"))
     assert yaml.safe_load(Path(logged).read_text())["test"]["value"] == results["test"]["value"]
+    assert SUMMARY_TABLE in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
     # The console says which part each number is on.
     out = proc.stdout

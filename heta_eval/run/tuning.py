@@ -138,7 +138,7 @@ class TuneThenTestCallback(Callback):
             return
         metric = str(config.get("optimized_metric") or "")
         best = typed_params(raw)
-        tuning = sorted(sweep_dir.glob("*/report.json"))
+        tuning = sorted(sweep_dir.glob("[0-9]*/report.json"))  # the trials, not test/
         tuning_report = _report(tuning[0]) if tuning else None
         tuned_on = _part(tuning_report) if tuning_report else "(no trial report found)"
 
