@@ -39,8 +39,10 @@ def test_beir_tunes_on_scifact_train_qrels_and_tests_on_its_test_qrels(
     test_view = tuning_view(bench, TuningSettings(part="test"))
     assert tune_view.manifest.key == "beir-scifact/1.0/train"
     assert test_view.manifest.key == "beir-scifact/1.0/test"
-    assert tune_view.manifest.metadata["tuning"].startswith("tuning: the 'train' split")
-    assert test_view.manifest.metadata["tuning"].startswith("test: the 'test' split")
+    assert tune_view.manifest.metadata["tuning"].startswith("the 'train' qrels; the 'test'")
+    assert test_view.manifest.metadata["tuning"].startswith("the 'test' qrels, never used")
+    assert tune_view.manifest.metadata["tuning_part"] == "tune"
+    assert test_view.manifest.metadata["tuning_part"] == "test"
 
     (docs, tune_cases, _), (test_docs, test_cases, _) = _parts(bench, tmp_path, {})
     tune_ids = {c.case_id for c in tune_cases}
@@ -66,7 +68,7 @@ def test_a_beir_dataset_with_only_test_qrels_holds_out_a_share_of_its_queries(
     view = tuning_view(bench, TuningSettings(part="tune", holdout_fraction=0.2, seed=3))
     assert isinstance(view, HeldOutCases)
     assert view.manifest.key == "beir-scifact/1.0/test-tuning"
-    assert "a seeded 20% of the 'test' queries (seed 3)" in view.manifest.metadata["tuning"]
+    assert "a seeded 20% of the 'test' queries, seed 3" in view.manifest.metadata["tuning"]
     assert view.default_top_k == 100 and [e.name for e in view.evaluators()] == [
         e.name for e in bench.evaluators()
     ]

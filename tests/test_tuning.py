@@ -102,11 +102,15 @@ def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
     out = proc.stdout
     assert "sample/1/test-tuning · recipe bm25" in out
     assert "sample/1/test-heldout · recipe bm25" in out
-    assert "tuning part: sample/1/test-tuning (24 cases; tuning: a seeded 50% of the" in out
     assert (
-        f"test part:   sample/1/test-heldout (24 cases; test: the 50% of the 'test' queries "
-        f"held out from tuning (seed 0)): {RECALL} = {test_score.mean:.4f} "
-        f"[{test_score.ci_low:.4f}, {test_score.ci_high:.4f}]"
+        "tuning part: sample/1/test-tuning, 24 cases: a seeded 50% of the 'test' queries, "
+        "seed 0 (no tuning split); the rest is held out for the test\n  best "
+        f"{RECALL} = {results['best_value']:.4f} ["
+    ) in out
+    assert (
+        "test part:   sample/1/test-heldout, 24 cases: the 50% of the 'test' queries held "
+        f"out from tuning, seed 0\n  {RECALL} = {test_score.mean:.4f} "
+        f"[{test_score.ci_low:.4f}, {test_score.ci_high:.4f}], the best parameters evaluated once"
     ) in out
     assert f"best parameters: {json.dumps(best)}" in out
 
@@ -132,8 +136,9 @@ def test_search_on_scifact_tunes_on_train_qrels_and_tests_on_test_qrels(
     trials = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(trials) == 2
     assert all(r.data.params["eval.benchmark"] == "beir-scifact/1.0/train" for r in trials)
-    assert "tuning part: beir-scifact/1.0/train (40 cases; tuning: the 'train' split" in proc.stdout
-    assert "test part:   beir-scifact/1.0/test (40 cases; test: the 'test' split" in proc.stdout
+    out = proc.stdout
+    assert "tuning part: beir-scifact/1.0/train, 40 cases: the 'train' qrels; the 'test'" in out
+    assert "test part:   beir-scifact/1.0/test, 40 cases: the 'test' qrels, never used" in out
 
 
 def test_best_parameters_are_parsed_as_the_trials_got_them() -> None:

@@ -30,7 +30,8 @@ from heta_eval.records import (
     PreparedBenchmark,
 )
 
-TUNING_NOTE = "tuning"  # the manifest metadata key that describes the part
+TUNING_NOTE = "tuning"  # manifest metadata: which cases the part has, in words
+PART_NOTE = "tuning_part"  # manifest metadata: `tune` or `test`
 
 
 class TuningSettings(BaseModel):
@@ -50,8 +51,11 @@ class TuningSettings(BaseModel):
     seed: int = Field(default=0, description="seeds which queries tune")
 
 
-def _noted(manifest: BenchmarkManifest, note: str, split: str | None = None) -> BenchmarkManifest:
-    update: dict[str, Any] = {"metadata": {**manifest.metadata, TUNING_NOTE: note}}
+def _noted(
+    manifest: BenchmarkManifest, part: str, note: str, split: str | None = None
+) -> BenchmarkManifest:
+    notes = {PART_NOTE: part, TUNING_NOTE: note}
+    update: dict[str, Any] = {"metadata": {**manifest.metadata, **notes}}
     if split is not None:
         update["split"] = split
     return manifest.model_copy(update=update)
@@ -65,10 +69,11 @@ def tuning_view(benchmark: BenchmarkProtocol, settings: TuningSettings) -> Bench
     if split is None:
         return HeldOutCases(benchmark, settings)
     if settings.part == "test":
-        note = f"test: the {test_split!r} split, not used for tuning (tuned on {split!r})"
-        return benchmark.with_split(test_split, {TUNING_NOTE: note})  # type: ignore[attr-defined]
-    note = f"tuning: the {split!r} split (the {test_split!r} split is kept for the test)"
-    return benchmark.with_split(split, {TUNING_NOTE: note})  # type: ignore[attr-defined]
+        note = f"the {test_split!r} qrels, never used for tuning (tuned on {split!r})"
+        notes = {PART_NOTE: "test", TUNING_NOTE: note}
+        return benchmark.with_split(test_split, notes)  # type: ignore[attr-defined]
+    note = f"the {split!r} qrels; the {test_split!r} qrels are kept for the test"
+    return benchmark.with_split(split, {PART_NOTE: "tune", TUNING_NOTE: note})  # type: ignore[attr-defined]
 
 
 def tuning_part(case_ids: list[str], fraction: float, seed: int) -> set[str]:
@@ -99,17 +104,16 @@ class HeldOutCases(BenchmarkAdapter):
         if settings.part == "tune":
             split = f"{base.split}-tuning"
             note = (
-                f"tuning: a seeded {share}% of the {base.split!r} queries (seed "
-                f"{settings.seed}); the benchmark has no tuning split, the rest is held out "
-                "for the test"
+                f"a seeded {share}% of the {base.split!r} queries, seed {settings.seed} "
+                "(no tuning split); the rest is held out for the test"
             )
         else:
             split = f"{base.split}-heldout"
             note = (
-                f"test: the {100 - share}% of the {base.split!r} queries held out from "
-                f"tuning (seed {settings.seed})"
+                f"the {100 - share}% of the {base.split!r} queries held out from tuning, "
+                f"seed {settings.seed}"
             )
-        self._manifest = _noted(base, note, split)
+        self._manifest = _noted(base, settings.part, note, split)
         self._chosen: set[str] | None = None
 
     @property

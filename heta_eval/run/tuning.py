@@ -72,10 +72,19 @@ def _report(path: Path) -> Any:
 
 
 def _part(report: Any) -> str:
-    """`name/version/split (N cases): what the part is` of a report."""
+    """`name/version/split, N cases: what the part is` of a report."""
     note = report.benchmark.metadata.get("tuning", "")
-    cases = report.run.cases.evaluated
-    return f"{report.benchmark.key} ({cases} cases" + (f"; {note})" if note else ")")
+    text = f"{report.benchmark.key}, {report.run.cases.evaluated} cases"
+    return f"{text}: {note}" if note else text
+
+
+def _best_trial(trials: dict[int, Any], metric: str, value: Any) -> tuple[int, Any] | None:
+    """(job number, report) of the trial that reached the search's best value."""
+    for number, report in trials.items():
+        score = report.score_summary.get(metric)
+        if score is not None and isinstance(value, float) and abs(score - value) < 1e-12:
+            return number, report
+    return None
 
 
 def _score(report: Any, metric: str) -> str:
@@ -138,9 +147,13 @@ class TuneThenTestCallback(Callback):
             return
         metric = str(config.get("optimized_metric") or "")
         best = typed_params(raw)
-        tuning = sorted(sweep_dir.glob("[0-9]*/report.json"))  # the trials, not test/
-        tuning_report = _report(tuning[0]) if tuning else None
+        # The trials' reports (sub-directories named by job number; not test/).
+        found = [p for p in sweep_dir.glob("*/report.json") if p.parent.name.isdigit()]
+        trials = {int(p.parent.name): _report(p) for p in found}
+        trials = dict(sorted(trials.items()))
+        tuning_report = next(iter(trials.values()), None)
         tuned_on = _part(tuning_report) if tuning_report else "(no trial report found)"
+        best_trial = _best_trial(trials, metric, results.get("best_value"))
 
         run_dir = sweep_dir / TEST_DIR
         command = [sys.executable, "-m", "heta_eval"]
@@ -150,8 +163,8 @@ class TuneThenTestCallback(Callback):
         task = [str(o) for o in config.hydra.overrides.task]
         command += final_overrides(task, raw, run_dir)
         print(
-            f"search done: {len(tuning)} trial(s) on the tuning part, {tuned_on}; best "
-            f"parameters {json.dumps(best)}; evaluating them once on the test part",
+            f"search done: {len(trials)} trial(s) on the tuning part; evaluating the best "
+            f"parameters once on the test part: {json.dumps(best)}",
             flush=True,
         )
         proc = subprocess.run(command, check=False)
@@ -174,7 +187,7 @@ class TuneThenTestCallback(Callback):
             "benchmark": tuning_report.benchmark.key if tuning_report else None,
             "part": tuning_report.benchmark.metadata.get("tuning") if tuning_report else None,
             "cases": tuning_report.run.cases.evaluated if tuning_report else None,
-            "trials": len(tuning),
+            "trials": len(trials),
         }
         results["test"] = {
             "benchmark": report.benchmark.key,
@@ -188,10 +201,15 @@ class TuneThenTestCallback(Callback):
             "mlflow_run_id": test_run,
         }
         OmegaConf.save(OmegaConf.create(results), results_path)
+        if best_trial is not None:
+            best_line = f"{_score(best_trial[1], metric)}, trial {best_trial[0]} of {len(trials)}"
+        else:
+            best_line = f"{metric} = {results.get('best_value')} over {len(trials)} trial(s)"
         lines = [
-            f"tuning part: {tuned_on}: best {metric} = {results.get('best_value')} "
-            f"over {len(tuning)} trial(s)",
-            f"test part:   {_part(report)}: {_score(report, metric)}",
+            f"tuning part: {tuned_on}",
+            f"  best {best_line}",
+            f"test part:   {_part(report)}",
+            f"  {_score(report, metric)}, the best parameters evaluated once",
             f"best parameters: {json.dumps(best)}",
         ]
         if test_run:
