@@ -202,7 +202,7 @@ class TuneThenTestCallback(Callback):
         }
         OmegaConf.save(OmegaConf.create(results), results_path)
         if best_trial is not None:
-            best_line = f"{_score(best_trial[1], metric)}, trial {best_trial[0]} of {len(trials)}"
+            best_line = f"{_score(best_trial[1], metric)}, trial #{best_trial[0]} of {len(trials)}"
         else:
             best_line = f"{metric} = {results.get('best_value')} over {len(trials)} trial(s)"
         lines = [
