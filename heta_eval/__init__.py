@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from heta_eval.run.lifecycle import evaluate
     from heta_eval.run.runner import BenchmarkError, BenchmarkRunner
     from heta_eval.run.settings import RunnerSettings
+    from heta_eval.tracking.cases_frame import load_cases
     from heta_eval.tracking.runs_frame import load_runs
 
 # Names are imported on first use (PEP 562), so `heta-eval --help` and light imports such
@@ -58,8 +59,9 @@ _LAZY = {
     "FailureRateExceededError": "heta_eval.run.failures",
     **dict.fromkeys(("BenchmarkError", "BenchmarkRunner"), "heta_eval.run.runner"),
     "RunnerSettings": "heta_eval.run.settings",
-    # Needs pandas and MLflow.
+    # Need pandas (and MLflow for tracked runs).
     "load_runs": "heta_eval.tracking.runs_frame",
+    "load_cases": "heta_eval.tracking.cases_frame",
 }
 
 
@@ -111,5 +113,6 @@ __all__ = [
     "__version__",
     "assemble",
     "evaluate",
+    "load_cases",
     "load_runs",
 ]

@@ -18,7 +18,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import yaml
 from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
@@ -239,39 +238,6 @@ def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_
     assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children), why
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert (Path(parent.data.tags["heta_eval.sweep_dir"]) / ".submitit").is_dir()
-
-
-def test_optuna_search_over_bm25_parameters(run_cli: CliRunner, tmp_path: Path) -> None:
-    proc = run_cli("-m", "hparams_search=bm25_optuna", "hydra.sweeper.n_trials=3")
-    assert proc.returncode == 0, proc.stderr
-    root = tmp_path / "outputs"
-    (parent,), children = _runs(root)
-    assert parent.info.status == "FINISHED" and parent.data.params["sweep.sweeper"] == "optuna"
-    assert parent.data.params["recipe.indexes.bm25.k1"] == "interval(0.5, 2.0)"
-    assert len(children) == 3 and all(r.info.status == "FINISHED" for r in children)
-    for child in children:
-        assert 0.5 <= float(child.data.params["recipe.indexes.bm25.k1"]) <= 2.0
-        assert 0.3 <= float(child.data.params["recipe.indexes.bm25.b"]) <= 1.0
-        assert child.data.params["recipe.chunk_size"] in {"null", "64", "128"}
-
-    sweep_dir = Path(parent.data.tags["heta_eval.sweep_dir"])
-    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
-    assert set(results["best_params"]) == {
-        "recipe.indexes.bm25.k1",
-        "recipe.indexes.bm25.b",
-        "recipe.chunk_size",
-    }
-    recall = "bm25.evidence_recall_at_1"
-    best = max(r.data.metrics[recall] for r in children)
-    assert results["best_value"] == pytest.approx(best)
-    assert parent.data.metrics[f"best/{recall}"] == pytest.approx(best)
-    k1 = "recipe.indexes.bm25.k1"
-    winners = [r for r in children if r.data.metrics[recall] == best]
-    assert any(
-        float(r.data.params[k1]) == pytest.approx(results["best_params"][k1]) for r in winners
-    )
-    artifacts = {a.path for a in _client(root).list_artifacts(parent.info.run_id)}
-    assert {"optimization_results.yaml", SUMMARY_TABLE} <= artifacts
 
 
 # -- the pieces, without a sweep -----------------------------------------------------------

@@ -44,6 +44,21 @@ KNOWN_MEMBER_SHA256: dict[str, dict[str, str]] = {
 }
 
 
+# Splits a BEIR dataset publishes besides `test`, for datasets not on disk yet (from the BEIR
+# paper's table); `dev` is preferred for tuning, else `train`.
+TUNING_SPLITS = ("dev", "train")
+KNOWN_TUNING_SPLITS = {
+    "scifact": "train",
+    "nfcorpus": "dev",
+    "fiqa": "dev",
+    "hotpotqa": "dev",
+    "msmarco": "dev",
+    "fever": "dev",
+    "quora": "dev",
+    "dbpedia-entity": "dev",
+}
+
+
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """BEIR qrels: tab-separated `query-id, corpus-id, score` with a header (CRLF allowed)."""
     qrels: dict[str, dict[str, int]] = {}
@@ -151,6 +166,42 @@ class BeirBenchmark(BenchmarkAdapter):
                 ),
             ),
         )
+
+    def _local_root(self) -> Path | None:
+        """The dataset's directory when it is on disk (`data_root`, or an earlier download)."""
+        if self.data_root is not None:
+            return self.data_root
+        from heta_eval.json_cache import cache_dir
+
+        extracted = cache_dir(self.cache_dir) / "beir" / self.dataset.replace("/", "-")
+        nested = extracted / Path(self.dataset).name
+        root = nested if nested.is_dir() else extracted
+        return root if (root / "qrels").is_dir() else None
+
+    def tuning_split(self) -> str | None:
+        """The split to tune on: `dev`, else `train`, when the dataset has its qrels (and it
+        is not the split evaluated); None when it has only the evaluated split."""
+        candidates = [s for s in TUNING_SPLITS if s != self.manifest.split]
+        root = self._local_root()
+        if root is None:
+            known = KNOWN_TUNING_SPLITS.get(self.dataset)
+            return known if known in candidates else None
+        return next((s for s in candidates if (root / "qrels" / f"{s}.tsv").is_file()), None)
+
+    def with_split(self, split: str, metadata: dict[str, str] | None = None) -> BeirBenchmark:
+        """The same dataset evaluated on `qrels/{split}.tsv` (with extra manifest metadata)."""
+        other = BeirBenchmark(
+            dataset=self.dataset,
+            split=split,
+            data_root=self.data_root,
+            cache_dir=self.cache_dir,
+            ignore_identical_ids=self.ignore_identical_ids,
+            base_url=self.base_url,
+        )
+        if metadata:
+            merged = {**other._manifest.metadata, **metadata}
+            other._manifest = other._manifest.model_copy(update={"metadata": merged})
+        return other
 
     def _verify_members(self, root: Path) -> None:
         from heta_eval.benchmarks.download import ChecksumMismatchError, sha256_file

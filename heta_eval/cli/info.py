@@ -1,4 +1,10 @@
-"""`heta-eval --info`: every option of the config groups, one line each.
+"""`heta-eval-info`: every option of the config groups, one line each.
+
+Options come from every folder of Hydra's config search path that holds config groups: the
+bundled `conf/`, then each `hydra.searchpath` entry (given on the command line, as to
+`heta-eval`, or in the primary config), in Hydra's order, so the first folder holding an
+option is the one Hydra uses. Options from a folder other than the bundled one are marked
+with it. (`heta-eval --info` is Hydra's own: defaults tree, search path, plugins.)
 
 Descriptions come from the YAML files themselves (a recipe's `description`, else the file's
 leading comment) and, failing those, from the first docstring line of the `_target_`. Targets
@@ -9,12 +15,15 @@ whose comments say it needs an optional extra that is not installed, is marked "
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import importlib.resources
 import importlib.util
 import re
 import sys
 import tomllib
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -220,35 +229,112 @@ def _runner_settings(path: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def collect(config_dir: Path) -> list[OptionInfo]:
-    """Every option of every group in `GROUPS`, in group order, sorted by name."""
+@dataclass(frozen=True)
+class ConfigFolder:
+    """One folder of config groups on Hydra's search path."""
+
+    path: Path
+    entry: str  # as the search path names it: `file://examples/conf`, `pkg://pkg.conf`
+    bundled: bool  # the packaged `conf/` (its options are not marked)
+
+
+class InfoError(Exception):
+    """A search path entry that cannot be listed (a missing folder, an unknown package)."""
+
+
+def _searchpath(config_dir: Path, overrides: Sequence[str]) -> list[str]:
+    """`hydra.searchpath` as Hydra composes it: the primary config's, then the overrides'."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with (
+            warnings.catch_warnings(),
+            initialize_config_dir(config_dir=str(config_dir), version_base="1.3"),
+        ):
+            # A folder that does not exist is reported by `_entry_path`, naming the entry.
+            warnings.filterwarnings("ignore", message=".* is not available", category=UserWarning)
+            cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+    finally:
+        GlobalHydra.instance().clear()
+    return [str(entry) for entry in cfg.hydra.searchpath or []]
+
+
+def _entry_path(entry: str) -> Path:
+    """The folder a `file://` or `pkg://` search path entry names."""
+    scheme, sep, rest = entry.partition("://")
+    if not sep:
+        scheme, rest = "file", entry
+    if scheme == "file":
+        path = Path(rest).expanduser()  # relative: from the current directory, as Hydra does
+        if not path.is_dir():
+            raise InfoError(f"hydra.searchpath: {entry}: no such folder ({path.resolve()})")
+        return path
+    if scheme == "pkg":
+        module, _, sub = rest.partition("/")
+        try:
+            base = Path(str(importlib.resources.files(module)))
+        except (ModuleNotFoundError, TypeError) as exc:
+            raise InfoError(f"hydra.searchpath: {entry}: {exc}") from None
+        return base / sub if sub else base
+    raise InfoError(f"hydra.searchpath: {entry}: expected a file:// or pkg:// entry")
+
+
+def config_folders(config_dir: Path, overrides: Sequence[str] = ()) -> list[ConfigFolder]:
+    """The bundled config folder, then each `hydra.searchpath` folder, in Hydra's order."""
+    folders = [ConfigFolder(config_dir, f"file://{config_dir}", bundled=True)]
+    for entry in _searchpath(config_dir, overrides):
+        path = _entry_path(entry)
+        if path.resolve() != config_dir.resolve():
+            folders.append(ConfigFolder(path, entry, bundled=False))
+    return folders
+
+
+def collect(
+    config_dir: Path, folders: Sequence[ConfigFolder] | None = None
+) -> list[tuple[OptionInfo, ConfigFolder]]:
+    """Every option of every group in `GROUPS`, in group order, sorted by name, with the
+    folder it comes from (the first on the search path that holds it)."""
     extras = extra_requirements(config_dir)
+    folders = folders or [ConfigFolder(config_dir, f"file://{config_dir}", bundled=True)]
     options = []
     for group in GROUPS:
-        for path in sorted((config_dir / group).glob("*.yaml")):
-            options.append(describe_option(config_dir, group, path, extras))
+        found: dict[str, tuple[Path, ConfigFolder]] = {}
+        for folder in folders:
+            for path in sorted((folder.path / group).glob("*.yaml")):
+                found.setdefault(path.stem, (path, folder))
+        for name in sorted(found):
+            path, folder = found[name]
+            options.append((describe_option(config_dir, group, path, extras), folder))
     return options
 
 
-def render(config_dir: Path) -> str:
-    """The text `heta-eval --info` prints."""
+def render(config_dir: Path, overrides: Sequence[str] = ()) -> str:
+    """The text `heta-eval-info` prints."""
     from heta_eval import __version__
 
+    folders = config_folders(config_dir, overrides)
     defaults = _defaults(config_dir)
-    options = collect(config_dir)
-    width = max(len(o.name) for o in options) + 2
+    options = collect(config_dir, folders)
+    width = max(len(o.name) for o, _ in options) + 2
     lines = [
         f"heta-eval {__version__}: choose an option with GROUP=NAME, e.g. "
         "heta-eval benchmark=sample_units recipe=bm25_fusion",
         f"config groups: {config_dir}",
     ]
+    for folder in folders:
+        if not folder.bundled:
+            lines.append(f"  and {folder.entry} (hydra.searchpath): options marked [from ...]")
     for group in GROUPS:
         default = defaults.get(group.split("/")[-1] if group.startswith("hydra/") else group)
         heading = f"{group}" + (f" (default: {default})" if default else "")
         lines.append("")
         lines.append(heading)
-        for option in (o for o in options if o.group == group):
+        for option, folder in (item for item in options if item[0].group == group):
             text = option.description + (f"  [{option.needs}]" if option.needs else "")
+            if not folder.bundled:
+                text += f"  [from {folder.entry}]"
             lines.append(f"  {option.name:<{width}}{text}")
         if group == "runner":
             settings = _runner_settings(config_dir / "runner" / "default.yaml")
@@ -258,7 +344,43 @@ def render(config_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def main(config_dir: Path) -> int:
-    """Print the options; 0 on success."""
-    sys.stdout.write(render(config_dir) + "\n")
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="heta-eval-info",
+        description=(
+            "List every option of heta-eval's config groups (benchmark, recipe, evaluator, "
+            "runner, tracking, experiment, hparams_search, hydra/launcher) with one line "
+            "each. Options from your own config folders are listed too, marked with the "
+            "folder: pass the same hydra.searchpath override you give heta-eval."
+        ),
+        epilog="example: heta-eval-info 'hydra.searchpath=[file://examples/conf]'",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="Hydra overrides, as for heta-eval (hydra.searchpath=[file://DIR] adds a folder)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point of `heta-eval-info`: print the options; 0 on success, 2 for a
+    search path or override that cannot be read."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from heta_eval.config import config_dir
+
+    args = _parser().parse_args(argv)
+    try:
+        text = render(config_dir(), args.overrides)
+    except (InfoError, HydraException, OmegaConfBaseException) as exc:
+        print(f"heta-eval-info: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text + "\n")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

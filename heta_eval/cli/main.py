@@ -128,18 +128,25 @@ def describe_write_error(exc: OSError) -> str:
     )
 
 
-# Arguments after which no tracked run follows: no tracker worker is started early for them.
-_NOT_A_TRACKED_RUN = {"--help", "-h", "--hydra-help", "--cfg", "-c", "--shell-completion", "-sc"}
-_NOT_A_TRACKED_RUN |= {"--info", "tracking=none", "runner.dry_run=true"}
+# Hydra's flags after which no run follows: no tracker worker is started early for them.
+_NO_RUN_FLAGS = ("--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--info", "-i")
+_NO_RUN_FLAGS += ("--shell-completion", "-sc")
+_NO_TRACKED_RUN = {"tracking=none", "runner.dry_run=true"}
+
+
+def tracked_run_follows(argv: list[str]) -> bool:
+    """Whether these arguments start a tracked run (not Hydra's help, info or config views,
+    shell completion, a dry run or `tracking=none`)."""
+    for arg in argv:
+        if arg.partition("=")[0] in _NO_RUN_FLAGS or arg in _NO_TRACKED_RUN:
+            return False
+    return True
 
 
 def main() -> None:
-    """Console entry point of `heta-eval` (`--info` lists the options, before Hydra starts)."""
-    if "--info" in sys.argv[1:]:
-        from heta_eval.cli.info import main as info
-
-        sys.exit(info(config_dir()))
-    if not _NOT_A_TRACKED_RUN & set(sys.argv[1:]):
+    """Console entry point of `heta-eval`: the Hydra app, with every Hydra flag as Hydra
+    defines it (`heta-eval-info` lists our options)."""
+    if tracked_run_follows(sys.argv[1:]):
         from heta_eval.run.tracker_worker import start_early
 
         # MLflow's import (two seconds) starts now, on another core, not once the

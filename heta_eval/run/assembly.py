@@ -171,6 +171,16 @@ def check_combinations(
         )
 
 
+def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
+    """The tuning or test part of the benchmark (`tuning`, set by hyperparameter searches)."""
+    from heta_eval.benchmarks.splits import TuningSettings, tuning_view
+
+    try:
+        return tuning_view(benchmark, TuningSettings.model_validate(spec))
+    except ValidationError as exc:
+        raise ConfigError(_describe("tuning", exc)) from None
+
+
 def assemble(cfg: DictConfig) -> RunComponents:
     """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
     resolved = resolve_config(cfg)
@@ -189,6 +199,8 @@ def assemble(cfg: DictConfig) -> RunComponents:
             "(heta_eval.protocol.BenchmarkProtocol; subclass BenchmarkAdapter for the defaults "
             "of default_top_k, slice_by and ignore_identical_ids)"
         )
+    if resolved.get("tuning") is not None:
+        benchmark = _tuning_view(benchmark, resolved["tuning"])
     recipe_spec = dict(resolved["recipe"])
     if not str(recipe_spec.get("_target_", "")).strip():
         raise ConfigError("recipe: expected a mapping with a _target_")
