@@ -40,6 +40,15 @@ def default_tracking_uri(root: Path) -> str:
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
 
 
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+
+
+def is_database_uri(uri: str) -> bool:
+    """Whether `uri` is a database store MLflow opens itself (SQLite, PostgreSQL, MySQL,
+    SQL Server, with or without a `+driver`), not a tracking server or a file store."""
+    return uri.split(":", 1)[0].split("+", 1)[0].lower() in DATABASE_SCHEMES
+
+
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -160,7 +169,9 @@ class MlflowTracker:
         self.root = Path(root).expanduser().resolve()
         self.uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
         self.experiment = experiment
-        if artifact_location is None and self.uri.startswith("sqlite:"):
+        if artifact_location is None and is_database_uri(self.uri):
+            # MLflow's default for a database store is ./mlruns of whatever directory the
+            # process starts in; keep artifacts with the runs' other outputs instead.
             artifact_location = (self.root / "mlruns").as_uri()
         self.artifact_location = artifact_location
         self.run_name = run_name
