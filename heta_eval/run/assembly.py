@@ -26,7 +26,7 @@ from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
 from heta_eval.run.journal import CaseJournal
-from heta_eval.run.ray_units import RayExecutorError, check_shared_paths
+from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.tracking.base import Tracker
@@ -187,7 +187,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
     except ValidationError as exc:
         raise ConfigError(_describe("runner", exc)) from None
     try:
-        check_shared_paths(settings)
+        check_ray_settings(settings)
     except RayExecutorError as exc:
         raise ConfigError(str(exc)) from None
     benchmark = create_component("benchmark", resolved["benchmark"])

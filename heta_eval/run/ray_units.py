@@ -13,6 +13,7 @@ Ray is imported only here, and only when this executor is chosen.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
@@ -66,6 +67,18 @@ def check_shared_paths(settings: RunnerSettings) -> None:
             f"must be an absolute path on storage all nodes share (e.g. an NFS mount: "
             f"{key}=/shared/heta_eval/{Path(path).name})"
         )
+
+
+def check_ray_settings(settings: RunnerSettings) -> None:
+    """Refuse `runner.executor=ray` without Ray installed, or with paths a remote cluster
+    cannot share (`check_shared_paths`), before any work."""
+    if settings.executor != "ray":
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise RayExecutorError(
+            "runner.executor=ray needs Ray, which is not installed: pip install 'heta-eval[ray]'"
+        )
+    check_shared_paths(settings)
 
 
 def _connect(settings: RunnerSettings) -> bool:

@@ -54,7 +54,13 @@ def encode_on_ray(
     encoder: Encoder, texts: Sequence[str], settings: RayEncoding, model_batch_size: int
 ) -> np.ndarray:
     """Document embeddings of `texts`, row i for texts[i], computed by Ray Data actors."""
-    import ray
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError(
+            f"DenseIndex(ray=...) encodes on Ray Data, which is not installed ({exc}); "
+            "install it with pip install 'heta-eval[ray]', or set the index's ray: null"
+        ) from exc
 
     started = False
     if not ray.is_initialized():
