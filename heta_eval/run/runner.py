@@ -228,7 +228,7 @@ class BenchmarkRunner:
         journal = self.journal
 
         def collect(outcome: UnitOutcome) -> None:
-            """An outcome from another process, in the driver as it arrives."""
+            """A Ray task's outcome, in the driver as it arrives."""
             if journal is not None:
                 journal.record_cases(outcome.results)
                 if outcome.manifest is not None:
@@ -279,8 +279,13 @@ class BenchmarkRunner:
             outcomes = []
             for future in asyncio.as_completed(futures):
                 outcome = await future
-                collect(outcome)
+                if journal is not None:
+                    journal.record_cases(outcome.results)
+                    if outcome.manifest is not None:
+                        journal.record_unit(outcome.unit_id, outcome.manifest)
+                self.build_cache.stats.add(outcome.cache)
                 outcomes.append(outcome)
+                units.advance()
         return outcomes
 
     async def run(self) -> EvaluationReport:
