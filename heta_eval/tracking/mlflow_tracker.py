@@ -35,11 +35,6 @@ HTTP_SETTINGS = {
 }
 
 
-def default_tracking_uri(root: Path) -> str:
-    """SQLite store `{root}/mlflow.db`, always absolute (Hydra may change directories)."""
-    return f"sqlite:///{(root / 'mlflow.db').resolve()}"
-
-
 DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 
 
@@ -47,6 +42,11 @@ def is_database_uri(uri: str) -> bool:
     """Whether `uri` is a database store MLflow opens itself (SQLite, PostgreSQL, MySQL,
     SQL Server, with or without a `+driver`), not a tracking server or a file store."""
     return uri.split(":", 1)[0].split("+", 1)[0].lower() in DATABASE_SCHEMES
+
+
+def default_tracking_uri(root: Path) -> str:
+    """SQLite store `{root}/mlflow.db`, always absolute (Hydra may change directories)."""
+    return f"sqlite:///{(root / 'mlflow.db').resolve()}"
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
