@@ -53,6 +53,8 @@ def floor(root: Path, top_k: int) -> dict[str, float]:
         )
         retriever = bm25s.BM25(**BM25_PARAMS)
         retriever.index(tokens, show_progress=False)
+    # The index in memory: bm25s's sparse score matrix (the runner's BM25Index holds the same).
+    index_bytes = sum(getattr(a, "nbytes", 0) for a in retriever.scores.values())
     with watch("query"):
         query_ids = list(queries)
         query_tokens = tokenizer.tokenize(
@@ -93,6 +95,7 @@ def floor(root: Path, top_k: int) -> dict[str, float]:
         **{f"{k}_s": v for k, v in watch.laps.items()},
         "total_s": total,
         **metrics,
+        "index_bytes_per_document": index_bytes / len(doc_ids),
         "peak_rss_mb": peak_rss_mb(),
     }
 

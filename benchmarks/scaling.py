@@ -1,6 +1,7 @@
 """Scaling: build, query, scoring, memory and MLflow logging against corpus and query count.
 
-Usage: python benchmarks/scaling.py [--quick] [--json PATH]
+Usage: python benchmarks/scaling.py [--quick | --million | --point DOCUMENTS QUERIES]
+           [--json PATH]
 
 On synthetic BEIR-layout corpora (benchmarks/synthetic.py: documents of ~150 words) the
 runner evaluates the bm25 recipe (BEIR settings: top 100, nDCG@10, Recall@100, MAP@100,
@@ -9,6 +10,10 @@ peak memory is that point's own) and the floor (floor.py) beside it:
 - documents: 1k, 10k, 100k documents with 1,000 queries;
 - queries: 100, 1k, 10k queries on 10k documents.
 `--quick` uses 1k/3k/10k documents with 300 queries and 100/300/1k queries on 3k documents.
+`--million` measures the one point of 1,000,000 documents and 10,000 queries (~1 GB of
+corpus, written once under benchmarks/results/synthetic/; run it on an otherwise idle
+machine with TMPDIR=/dev/shm); `--point D Q` any one point (e.g. 100000 10000 to check
+the script before the million).
 For each point: seconds of writing documents + building, of querying, of scoring, peak
 memory, and MLflow logging (start + log_report with the per-case table), and per-unit
 costs (ms per 1k documents built, ms per query) whose flatness shows linear scaling.
@@ -42,13 +47,31 @@ def points(grid: dict[str, Any]) -> list[tuple[str, int, int]]:
     return [("+".join(a), d, q) for (d, q), a in axes.items()]
 
 
-def measure(documents: int, queries: int) -> dict[str, Any]:
-    """One grid point: the runner (with MLflow) and the floor, each in its own process."""
+MILLION = (1_000_000, 10_000)
+# A point's process may run for a long time at a million documents.
+POINT_TIMEOUT_S = 3 * 3600
+
+
+def measure(documents: int, queries: int, sizes: bool = False) -> dict[str, Any]:
+    """One grid point: the runner (with MLflow) and the floor, each in its own process;
+    with `sizes`, bytes per document in the raw store, the index and the case results."""
     data = corpus_dir(documents, queries)
-    runner = run_script("stage_timings.py", f"beir:{data}", "--repeat", "1")["median"]
+    extra = ["--sizes"] if sizes else []
+    runner = run_script(
+        "stage_timings.py", f"beir:{data}", "--repeat", "1", *extra, timeout=POINT_TIMEOUT_S
+    )["median"]
     runner = next(iter(runner.values()))
-    floor = run_script("floor.py", "--data", str(data))
+    floor = run_script("floor.py", "--data", str(data), timeout=POINT_TIMEOUT_S)
     build = runner["write_documents_s"] + runner["build_s"]
+    memory = {}
+    if sizes:
+        memory = {
+            "peak_rss_bytes_per_document": runner["peak_rss_mb"] * 2**20 / documents,
+            "store_bytes_per_document": runner["store_bytes_per_document"],
+            "index_bytes_per_document": floor["index_bytes_per_document"],
+            "case_result_bytes_in_memory": runner["case_result_bytes_in_memory"],
+            "case_result_json_bytes": runner["case_result_json_bytes"],
+        }
     return {
         "documents": documents,
         "queries": queries,
@@ -68,6 +91,7 @@ def measure(documents: int, queries: int) -> dict[str, Any]:
         "floor_query_s": floor["query_s"],
         "floor_peak_rss_mb": floor["peak_rss_mb"],
         "floor_ndcg@10": floor["ndcg@10"],
+        **memory,
     }
 
 
@@ -90,16 +114,32 @@ COLUMNS = [
 ]
 
 
+MEMORY_COLUMNS = [
+    "peak_rss_bytes_per_document",
+    "store_bytes_per_document",
+    "index_bytes_per_document",
+    "case_result_bytes_in_memory",
+    "case_result_json_bytes",
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--quick", action="store_true")
+    choice.add_argument("--million", action="store_true", help="1M documents, 10k queries")
+    choice.add_argument("--point", type=int, nargs=2, metavar=("DOCUMENTS", "QUERIES"))
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    single = MILLION if args.million else tuple(args.point) if args.point else None
+    grid = [("point", *single)] if single is not None else points(QUICK if args.quick else FULL)
     rows = []
-    for axis, documents, queries in points(QUICK if args.quick else FULL):
+    for axis, documents, queries in grid:
         print(f"scaling: {documents} documents, {queries} queries ...", flush=True)
-        rows.append({"axis": axis, **measure(documents, queries)})
+        rows.append({"axis": axis, **measure(documents, queries, sizes=single is not None)})
     print_table(rows, ["axis", *COLUMNS])
+    if single is not None:
+        print_table(rows, ["documents", "floor_peak_rss_mb", *MEMORY_COLUMNS])
     write_json(args.json, rows)
 
 

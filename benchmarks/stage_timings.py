@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/stage_timings.py [scifact|uda_bench|uda_table|beir:DIR ...]
            [--repeat N] [--store DIR] [--top-k K] [--chunk-size N --chunk-unit chars ...]
-           [--plain-tokens] [--no-mlflow] [--json PATH]
+           [--plain-tokens] [--no-mlflow] [--sizes] [--json PATH]
 
 For each benchmark (the real datasets in ../shared, or any BEIR-layout directory as
 `beir:DIR`): loading (prepare + documents + cases), writing raw documents, building the
@@ -12,6 +12,8 @@ run's start (params) and `log_report` (metrics, the per-case table and the repor
 artifact) timed apart. Medians of N repeats in this process. bm25s is imported before the
 clock starts (as the floor imports its libraries); with `--store` the object store is
 shared between repeats, as in a sweep (documents are compared, not written again).
+`--sizes` adds, after the clock stops, the bytes per document in the raw store and per
+case result (in memory and as JSON).
 Prints a table and writes benchmarks/results/stage_timings.json (or `--json`).
 """
 
@@ -65,6 +67,7 @@ def one_run(
     top_k: int | None,
     recipe: dict[str, Any],
     mlflow: bool,
+    measure_sizes: bool = False,
 ) -> tuple[dict[str, float], Any]:
     """Stage seconds and scores of one evaluation, and its report."""
     tmp = scratch_dir("stage-timings-")
@@ -112,7 +115,41 @@ def one_run(
     if mlflow:
         row.update(log_to_mlflow(report, tmp))
     row["peak_rss_mb"] = peak_rss_mb()
+    if measure_sizes:
+        documents = len(report.run.document_keys)
+        row["documents"] = float(documents)
+        row.update(sizes(report, store or tmp / "store", documents))
     return row, report
+
+
+def deep_size(obj: Any, seen: set[int] | None = None) -> int:
+    """Bytes of `obj` and everything it references (records, containers, strings), each
+    object counted once."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    size = sys.getsizeof(obj)
+    if isinstance(obj, dict):
+        size += sum(deep_size(k, seen) + deep_size(v, seen) for k, v in obj.items())
+    elif isinstance(obj, list | tuple | set | frozenset):
+        size += sum(deep_size(v, seen) for v in obj)
+    elif hasattr(obj, "__dict__"):
+        size += deep_size(vars(obj), seen)
+    return size
+
+
+def sizes(report: Any, store: Path, documents: int) -> dict[str, float]:
+    """Bytes per document in the raw store (on disk) and per case result (in memory, from
+    a sample of 200; and as report JSON). Measured after the timed run."""
+    stored = sum(p.stat().st_size for p in store.rglob("*") if p.is_file())
+    results = report.case_results
+    sample = results[:: max(1, len(results) // 200)]
+    return {
+        "store_bytes_per_document": stored / max(documents, 1),
+        "case_result_bytes_in_memory": sum(deep_size(r) for r in sample) / len(sample),
+        "case_result_json_bytes": len(report.model_dump_json()) / len(results),
+    }
 
 
 def log_to_mlflow(report: Any, tmp: Path) -> dict[str, float]:
@@ -146,6 +183,9 @@ def main() -> None:
         "--plain-tokens", action="store_true", help="BM25 without stemming and stopwords"
     )
     parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow logging")
+    parser.add_argument(
+        "--sizes", action="store_true", help="bytes per document stored and per case result"
+    )
     parser.add_argument("--json", type=Path, default=RESULTS / "stage_timings.json")
     args = parser.parse_args()
     names = args.benchmarks or list(BENCHMARKS)
@@ -161,7 +201,7 @@ def main() -> None:
     results = {}
     for name in names:
         runs = [
-            one_run(name, args.store, args.top_k, recipe, not args.no_mlflow)[0]
+            one_run(name, args.store, args.top_k, recipe, not args.no_mlflow, args.sizes)[0]
             for _ in range(args.repeat)
         ]
         results[name] = median_rows(runs)

@@ -162,3 +162,24 @@ class WaitsForFile(Evaluator):
                 raise TimeoutError(f"{self.gate} did not appear")
             await asyncio.sleep(0.05)
         return EvaluationScore(name=self.name, value=1.0)
+
+
+class KillsItsWorkerOnce:
+    """A BM25 index builder whose first build, in the whole test, SIGKILLs its own process
+    (a Ray worker); every later build (the retried task) is a plain BM25Index build. The
+    marker file, created atomically before the kill, says that the kill happened."""
+
+    def __init__(self, marker: str, **bm25: object) -> None:
+        self.marker = marker
+        self.bm25 = bm25
+
+    def build(self, chunks: Sequence[Chunk]) -> object:
+        import os
+        import signal
+
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return BM25Index(**self.bm25).build(chunks)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable: the process was killed")

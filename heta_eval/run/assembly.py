@@ -26,6 +26,7 @@ from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
 from heta_eval.run.journal import CaseJournal
+from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.tracking.base import Tracker
@@ -42,6 +43,10 @@ _RUNNER_NOT_HASHED = {
     "cache_dir",
     "cache",
     "workers",
+    "executor",
+    "ray_address",
+    "ray_num_cpus",
+    "ray_max_retries",
     "max_concurrent_queries",
     "resume",
     "state_dir",
@@ -191,6 +196,10 @@ def assemble(cfg: DictConfig) -> RunComponents:
         settings = RunnerSettings.model_validate(resolved["runner"])
     except ValidationError as exc:
         raise ConfigError(_describe("runner", exc)) from None
+    try:
+        check_ray_settings(settings)
+    except RayExecutorError as exc:
+        raise ConfigError(str(exc)) from None
     benchmark = create_component("benchmark", resolved["benchmark"])
     missing = missing_members(benchmark, BenchmarkProtocol)
     if missing:

@@ -79,7 +79,7 @@ class DocumentStorage:
         the disk's metadata time to matter; None to write them here, before the builds."""
         if not isinstance(self.store, LocalObjectStore):
             return None
-        if self.settings.workers > 1 and len(plans) > 1:
+        if self.settings.executor == "ray" or (self.settings.workers > 1 and len(plans) > 1):
             return None  # worker processes read the documents from the store
         in_memory = {d.document_id for p in plans for d in p.documents if d.data is not None}
         if len(in_memory) < BACKGROUND_WRITES_MIN_DOCUMENTS:

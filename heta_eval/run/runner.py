@@ -227,6 +227,21 @@ class BenchmarkRunner:
     ) -> list[UnitOutcome]:
         evaluator = self.unit_evaluator()
         journal = self.journal
+
+        def collect(outcome: UnitOutcome) -> None:
+            """A Ray task's outcome, in the driver as it arrives."""
+            if journal is not None:
+                journal.record_cases(outcome.results)
+                if outcome.manifest is not None:
+                    journal.record_unit(outcome.unit_id, outcome.manifest)
+            self.build_cache.stats.add(outcome.cache)
+            units.advance()
+
+        if self.settings.executor == "ray":
+            from heta_eval.run.ray_units import run_units_on_ray
+
+            jobs = [(plan, unit_sources(plan, keys)) for plan in plans]
+            return await run_units_on_ray(evaluator, jobs, kb_name, done, self.settings, collect)
         if self.settings.workers <= 1 or len(plans) <= 1:
             if written is not None:  # in this process: builds read the bytes in memory
                 evaluator = replace(evaluator, store=written)

@@ -34,6 +34,20 @@ class RunnerSettings(Record):
     workers: int = Field(
         default=1, ge=1, description="run units evaluated in parallel worker processes"
     )
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="where run units are evaluated: this machine (in this process, or "
+        "`workers` processes) or Ray tasks (`ray_address`)",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="executor=ray: null starts a private local cluster of `workers` CPUs; "
+        "`auto` or `ray://host:10001` joins a running cluster",
+    )
+    ray_num_cpus: float = Field(default=1, gt=0, description="CPUs Ray reserves per unit task")
+    ray_max_retries: int = Field(
+        default=3, ge=0, description="runs of a unit task again after its worker died"
+    )
     cache: Literal["off", "read", "write", "readwrite"] = Field(
         default="off",
         description="build cache of knowledge bases (the heta-eval config turns it on)",

@@ -35,6 +35,15 @@ HTTP_SETTINGS = {
 }
 
 
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+
+
+def is_database_uri(uri: str) -> bool:
+    """Whether `uri` is a database store MLflow opens itself (SQLite, PostgreSQL, MySQL,
+    SQL Server, with or without a `+driver`), not a tracking server or a file store."""
+    return uri.split(":", 1)[0].split("+", 1)[0].lower() in DATABASE_SCHEMES
+
+
 def default_tracking_uri(root: Path) -> str:
     """SQLite store `{root}/mlflow.db`, always absolute (Hydra may change directories)."""
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
@@ -160,7 +169,9 @@ class MlflowTracker:
         self.root = Path(root).expanduser().resolve()
         self.uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
         self.experiment = experiment
-        if artifact_location is None and self.uri.startswith("sqlite:"):
+        if artifact_location is None and is_database_uri(self.uri):
+            # MLflow's default for a database store is ./mlruns of whatever directory the
+            # process starts in; keep artifacts with the runs' other outputs instead.
             artifact_location = (self.root / "mlruns").as_uri()
         self.artifact_location = artifact_location
         self.run_name = run_name

@@ -20,6 +20,7 @@ from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import Hits
 from heta_eval.kb.index.embedding_cache import EmbeddingCache
 from heta_eval.kb.index.encoders import Encoder, missing_dependency
+from heta_eval.kb.index.ray_encoding import encode_on_ray, ray_settings
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,9 @@ class DenseIndex:
     with `ann` settings M, ef_construction, ef and seed. `normalize` scales vectors to unit
     length, so that the exact search is cosine (off: inner product). Document embeddings are
     cached under `cache_dir` (None: `$HETA_EVAL_CACHE/embeddings`, "" or False: no cache).
+    `ray` (`RayEncoding` settings: actors, num_cpus, num_gpus, batch_size, address) encodes
+    the documents on Ray Data with a pool of encoder actors instead of in this process
+    (queries are always encoded here); None: here.
     """
 
     def __init__(
@@ -49,6 +53,7 @@ class DenseIndex:
         batch_size: int = 64,
         normalize: bool = True,
         cache_dir: str | None = None,
+        ray: Mapping[str, Any] | None = None,
     ) -> None:
         if exact_max < 0:
             raise ValueError(f"exact_max must be >= 0, got {exact_max}")
@@ -64,6 +69,7 @@ class DenseIndex:
         self.batch_size = batch_size
         self.normalize = normalize
         self.cache = None if cache_dir is False or cache_dir == "" else EmbeddingCache(cache_dir)
+        self.ray = ray_settings(ray)
 
     @property
     def encoder(self) -> Encoder:
@@ -83,7 +89,10 @@ class DenseIndex:
             if cached is not None:
                 log.info("dense: %d embeddings from the cache", len(texts))
                 return cached
-        matrix = self.encoder.encode_documents(list(texts), self.batch_size)
+        if self.ray is not None and texts:
+            matrix = encode_on_ray(self.encoder, texts, self.ray, self.batch_size)
+        else:
+            matrix = self.encoder.encode_documents(list(texts), self.batch_size)
         if key is not None and self.cache is not None:
             self.cache.put(key, matrix)
         return matrix

@@ -1,0 +1,154 @@
+"""Real servers for the team-tracking tests: PostgreSQL (Debian's binaries, started by an
+unprivileged user in a temporary directory) and `mlflow server` on it, both on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _pg_bin() -> Path:
+    """Debian's PostgreSQL binaries (/usr/lib/postgresql/<major>/bin, the newest), or
+    $HETA_EVAL_PG_BIN."""
+    if os.environ.get("HETA_EVAL_PG_BIN"):
+        return Path(os.environ["HETA_EVAL_PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
+# PostgreSQL refuses to run as root: as root, the server runs as this user.
+PG_USER = "nobody"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def postgres_missing() -> str | None:
+    """Why PostgreSQL cannot be started here (None: it can)."""
+    if not (PG_BIN / "initdb").is_file():
+        return f"PostgreSQL's initdb not found in {PG_BIN} (apt-get install postgresql)"
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        return "psycopg2 is not installed (pip install 'heta-eval[postgres]')"
+    return None
+
+
+def _as_server_user(command: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return command
+    return ["setpriv", f"--reuid={PG_USER}", f"--regid={_gid()}", "--clear-groups", *command]
+
+
+def _gid() -> int:
+    return pwd.getpwnam(PG_USER).pw_gid
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A fresh PostgreSQL cluster on a loopback port; yields its SQLAlchemy URI (database
+    `postgres`, user `postgres`, trust authentication on loopback only). Stopped at exit."""
+    home = Path(tempfile.mkdtemp(prefix="heta-eval-pg-"))
+    if os.geteuid() == 0:
+        pw = pwd.getpwnam(PG_USER)
+        os.chown(home, pw.pw_uid, pw.pw_gid)
+    data, port = home / "data", free_port()
+    env = {**os.environ, "LC_ALL": "C"}
+    subprocess.run(
+        _as_server_user(
+            [
+                *(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"),
+                *("-E", "UTF8", "--no-sync"),
+            ]
+        ),
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    options = (
+        f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    )
+    subprocess.run(
+        _as_server_user(
+            [
+                *(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(home / "server.log")),
+                *("-w", "-o", options, "start"),
+            ]
+        ),
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            _as_server_user([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+            capture_output=True,
+            env=env,
+        )
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def mlflow_server(backend_uri: str, artifacts: Path, env: dict[str, str]) -> Iterator[str]:
+    """`mlflow server` on `backend_uri` with artifacts under `artifacts`; yields its URL."""
+    port = free_port()
+    log = artifacts.parent / "mlflow-server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        backend_uri,
+        "--artifacts-destination",
+        str(artifacts),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+    ]
+    with log.open("w") as out:
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow server did not start:\n{log.read_text()}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
