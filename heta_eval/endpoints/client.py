@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from heta_eval.config.secrets import scrub
 from heta_eval.endpoints.settings import EndpointSettings
 
 if TYPE_CHECKING:  # httpx is imported when a request is made, not with the package
@@ -241,11 +242,12 @@ class OpenAICompatibleClient:
         return key
 
     def _redact(self, text: str, key: str | None) -> str:
-        """`text` with the API key and every extra header value replaced by `***`."""
+        """`text` with the API key and every extra header value replaced by `***`, and any
+        prefix of 8+ characters of one (a server may echo a key cut short)."""
         for secret in (key, *self._extra_headers.values()):
             if secret and len(secret) >= 4:
                 text = text.replace(secret, _MASK)
-        return text
+        return scrub(text, [s for s in (key, *self._extra_headers.values()) if s])
 
     # -- per-loop client -------------------------------------------------------------------
 
@@ -332,7 +334,8 @@ class OpenAICompatibleClient:
                     if status in (429, 503):
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 elif status >= 300:
-                    excerpt = self._redact(" ".join(response.text.split())[:_EXCERPT], key)
+                    # Redacted before it is cut: a cut could leave most of a key unrecognised.
+                    excerpt = self._redact(" ".join(response.text.split()), key)[:_EXCERPT]
                     raise EndpointError(
                         url, f"{label}: {excerpt}" if excerpt else label, attempt, status
                     ) from None
