@@ -182,11 +182,11 @@ class MlflowTracker:
         """The MlflowClient for this tracker's URI (created on first use)."""
         with self._lock:
             if self._client is None:
-                from mlflow import MlflowClient
+                from heta_eval.tracking.sqlite_store import open_client
 
                 if self.uri.startswith("sqlite:"):
                     self.root.mkdir(parents=True, exist_ok=True)
-                self._client = MlflowClient(tracking_uri=self.uri)
+                self._client = open_client(self.uri)
             return self._client
 
     def connect(self) -> None:

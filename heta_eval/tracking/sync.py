@@ -71,10 +71,11 @@ def _run(client: Any, entry: OutboxEntry) -> tuple[Any, bool]:
 
 def sync_entry(outbox: Outbox, entry: OutboxEntry, uri: str | None = None) -> SyncResult:
     """Upload one finished entry; each step is recorded in the entry as it completes."""
-    from mlflow import MlflowClient
     from mlflow.entities import Metric, Param, RunTag
 
-    client = MlflowClient(tracking_uri=uri or entry.uri)
+    from heta_eval.tracking.sqlite_store import open_client
+
+    client = open_client(uri or entry.uri)
     uploaded: list[str] = []
     run, created = _run(client, entry)
     run_id = run.info.run_id
