@@ -37,6 +37,7 @@ _URL_CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(
 # Words of an environment variable's name that say its value is a secret.
 _ENV_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"})
 _ENV_SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
+_ENV_POINTER_WORDS = frozenset({"PATH", "FILE", "DIR", "ENV", "NAME", "ID", "URL", "HOST"})
 
 # Shorter values are not scrubbed from text: they would mangle unrelated words, and are no
 # real keys.
@@ -68,20 +69,26 @@ def is_secret_path(dotted: str) -> bool:
 
 def is_secret_env_name(name: str) -> bool:
     """Whether an environment variable's name says it holds a secret (`OPENAI_API_KEY`,
-    `GITHUB_TOKEN`, `DB_PASSWORD`; not `KEYBOARD` or `TOKENIZERS_PARALLELISM`)."""
+    `GITHUB_TOKEN`, `DB_PASSWORD`; not `KEYBOARD`, `TOKENIZERS_PARALLELISM`, or one that
+    names where a secret is: `SSH_KEY_PATH`, `API_KEY_ENV`)."""
     upper = name.upper()
-    words = set(re.split(r"[_\-.]+", upper))
-    return bool(words & _ENV_SECRET_WORDS) or upper.endswith(_ENV_SECRET_SUFFIXES)
+    words = [w for w in re.split(r"[_\-.]+", upper) if w]
+    if words and words[-1] in _ENV_POINTER_WORDS:
+        return False
+    return bool(set(words) & _ENV_SECRET_WORDS) or upper.endswith(_ENV_SECRET_SUFFIXES)
 
 
 def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
-    """Values of the environment variables whose names say they hold secrets (long enough
-    to be keys rather than flags)."""
+    """Values of the environment variables whose names say they hold secrets: long enough
+    to be keys rather than flags, and not file paths (scrubbing a path from text would hide
+    where files are)."""
     env = os.environ if environ is None else environ
     return {
         value.strip()
         for name, value in env.items()
-        if is_secret_env_name(name) and len(value.strip()) >= MIN_PREFIX
+        if is_secret_env_name(name)
+        and len(value.strip()) >= MIN_PREFIX
+        and not value.strip().startswith(("/", "~", "."))
     }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from heta_eval.config.secrets import is_secret_key, mask_secrets, scrub
+from heta_eval.config.secrets import env_secret_values, is_secret_key, mask_secrets, scrub
 
 from ..openai_server import Reply, serve_chat
 from .processes import Finished, run_cli
@@ -113,3 +113,42 @@ def test_a_prefix_of_a_secret_is_scrubbed_but_not_a_short_one() -> None:
     assert scrub(f"short: {key[:7]}", [key]) == f"short: {key[:7]}"
     masked = mask_secrets({"a": {"secrets": {"x": "1", "y": {"z": "2"}}, "b": "http://u:pw@h/"}})
     assert masked == {"a": {"secrets": "***", "b": "http://u:***@h/"}}
+
+
+def test_which_environment_variables_count_as_secrets() -> None:
+    env = {
+        "OPENAI_API_KEY": "sk-abcdefghijkl",
+        "GITHUB_TOKEN": "ghp_abcdefghijkl",
+        "DB_PASSWORD": "hunter2hunter2",
+        "SSH_KEY_PATH": "not-a-path-but-named-so",
+        "API_KEY_ENV": "OPENAI_API_KEY",
+        "MY_TOKEN": "/home/user/.token",
+        "TOKENIZERS_PARALLELISM": "false-false",
+        "SHORT_KEY": "abc",
+    }
+    assert env_secret_values(env) == {"sk-abcdefghijkl", "ghp_abcdefghijkl", "hunter2hunter2"}
+
+
+def test_an_echoed_prefix_of_the_key_is_redacted_from_the_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from heta_eval.endpoints import OpenAICompatibleClient
+    from heta_eval.endpoints.client import EndpointError
+
+    key = "sk-" + uuid.uuid4().hex
+    monkeypatch.setenv(KEY_ENV, key)
+    with serve_chat() as server:
+        body = {"error": {"message": f"Incorrect API key provided: {key[:20]}****{key[-4:]}"}}
+        server.replies = [Reply(401, body)]
+        client = OpenAICompatibleClient(server.base_url, "m", api_key_env=KEY_ENV, max_retries=0)
+
+        async def call() -> None:
+            async with client:
+                await client.chat([{"role": "user", "content": "hi"}])
+
+        with pytest.raises(EndpointError) as caught:
+            asyncio.run(call())
+    assert "HTTP 401" in str(caught.value) and "provided: ***" in str(caught.value)
+    assert key[:8] not in str(caught.value)
