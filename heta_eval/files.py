@@ -9,6 +9,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
+TEMP_NAME_CHARS = 64
+"""Characters of a file's name kept in its temporary name: with the dot, pid, thread id and
+suffix added, a temporary name stays far below the 255 bytes a file name may have."""
+
+
+def temp_prefix(name: str) -> str:
+    """The start of a temporary name for `name` (`.{name, cut}.`), short enough for any
+    legal name; the name is cut on a character, and a UTF-8 character takes at most 4 bytes."""
+    return f".{name[:TEMP_NAME_CHARS]}."
+
 
 def file_sha256(path: Path) -> str:
     """sha256 of a file's bytes, read in blocks."""
@@ -23,7 +33,7 @@ def copy_atomically(source: Path, target: Path) -> Path:
     """Copy `source` to `target` through a temporary name in the same directory, then rename:
     a crash leaves the old `target` or the new one, never part of it."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=temp_prefix(target.name), suffix=".tmp")
     os.close(fd)
     try:
         shutil.copyfile(source, tmp)

@@ -93,7 +93,7 @@ def test_unit_shape_groups_by_unit_id_and_shares_documents_without_one(
         ),
         (
             '{"document_id": "x", "text": "t", "path": "x.txt"}',
-            r"documents.jsonl:2: \(record\): Value error, exactly one of data, path and source_uri",
+            r"documents.jsonl:2: exactly one of text, content_base64, path and source_uri",
         ),
     ],
 )

@@ -170,3 +170,10 @@ def test_report_round_trips_and_rejects_nan_scores(tmp_path: Path) -> None:
 def test_expected_answers_default_to_empty() -> None:
     case = BenchmarkCase(case_id="c", query="q", expected=BenchmarkExpected(answers=("4",)))
     assert case.expected.evidence == ()
+
+
+def test_text_that_starts_with_the_base64_marker_stays_text() -> None:
+    for text in ("base64:aGVsbG8gd29ybGQ=", "base64: is an encoding"):
+        doc = BenchmarkDocument(document_id="d", name="d.txt", data=text)
+        assert doc.data == text.encode()
+        assert BenchmarkDocument.model_validate_json(doc.model_dump_json()) == doc

@@ -229,7 +229,7 @@ def test_a_terminated_sweep_ends_its_runs_killed(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_path: Path) -> None:
     # submitit_local is SLURM's code path (pickled job, job folder, results) without a cluster.
-    proc = run_cli("-m", "hydra/launcher=submitit_local", "recipe.chunk_size=16,32", timeout=120)
+    proc = run_cli("-m", "hydra/launcher=submitit_local", "recipe.chunk_size=16,32")
     assert proc.returncode == 0, proc.stderr
     (parent,), children = _runs(tmp_path / "outputs")
     why = proc.stderr + job_logs(tmp_path / "outputs")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl, validate_line
+from heta_eval.benchmarks.jsonl_sources import SourcePolicy, document_source
 from heta_eval.config.components import instantiate
 from heta_eval.evaluators import AnswerContains, EvidenceRecallAtK, NDCGAtK
 from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
@@ -21,8 +22,27 @@ from heta_eval.records import (
     BuildScope,
     PreparedBenchmark,
 )
+from heta_eval.records._base import check_bare_name
 
 CORPUS_UNIT_ID = "corpus"
+
+
+def _unit_id(record: dict[str, Any], path: Path, lineno: int) -> str | None:
+    """The line's `unit_id`: a JSON string and a bare name; a number is refused rather than
+    coerced, so `1` and `"1"` can never name one unit by accident."""
+    value = record.pop("unit_id", None)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise BenchmarkDataError(
+            f"{path}:{lineno}: unit_id: expected a non-empty string, got "
+            f"{type(value).__name__} {value!r:.60}"
+            + (f' (write "{value}" if that is the unit\'s name)' if isinstance(value, int) else "")
+        )
+    try:
+        return check_bare_name(value, "unit_id")
+    except ValueError as exc:
+        raise BenchmarkDataError(f"{path}:{lineno}: {exc}") from None
 
 
 def _check_new_id(seen: dict[str, int], value: str, field: str, path: Path, lineno: int) -> None:
@@ -37,9 +57,13 @@ def _check_new_id(seen: dict[str, int], value: str, field: str, path: Path, line
 class JsonlBenchmark(BenchmarkAdapter):
     """A benchmark read from `documents.jsonl` and `cases.jsonl`.
 
-    documents.jsonl, one object per line: `document_id`, and one of `text` (inline),
-    `path` (relative to the file) or `source_uri`; optional `name` (default
-    `{document_id}.txt`), `media_type` (default `text/plain`), `unit_id`, `metadata`.
+    documents.jsonl, one object per line: `document_id`, and one of `text` (inline text,
+    never decoded), `content_base64` (binary content), `path` (relative to the file, and
+    inside its directory) or `source_uri` (a public http(s) URL); optional `name` (default
+    `{document_id}.txt`, `.bin` for binary), `media_type` (default `text/plain`), `unit_id`,
+    `metadata`. Ids are JSON strings (numbers are refused, not coerced).
+    `allow_paths_outside_data_dir` lets `path` (and `file:` URIs) name any local file,
+    `allow_private_urls` lets `source_uri` name loopback and private addresses.
 
     cases.jsonl: `case_id`, `query`, `expected` (`answers`, `evidence` with `reference_id`,
     `locator`, `text`) — or `answers`/`evidence` at the top level — optional `unit_id`,
@@ -65,6 +89,8 @@ class JsonlBenchmark(BenchmarkAdapter):
         evaluators: Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, Any] | None = None,
         slice_by: Sequence[str] = (),
+        allow_paths_outside_data_dir: bool = False,
+        allow_private_urls: bool = False,
     ) -> None:
         self.documents_path = Path(documents).expanduser()
         self.cases_path = Path(cases).expanduser()
@@ -78,6 +104,8 @@ class JsonlBenchmark(BenchmarkAdapter):
         )
         self._evaluator_specs = [dict(s) for s in evaluators] if evaluators is not None else None
         self.slice_by = tuple(slice_by)
+        self.allow_paths_outside_data_dir = bool(allow_paths_outside_data_dir)
+        self.allow_private_urls = bool(allow_private_urls)
 
     @property
     def manifest(self) -> BenchmarkManifest:
@@ -103,15 +131,21 @@ class JsonlBenchmark(BenchmarkAdapter):
     def _documents(self) -> tuple[tuple[BenchmarkDocument, str | None], ...]:
         rows = []
         seen: dict[str, int] = {}
+        policy = SourcePolicy(
+            data_dir=self.documents_path.parent,
+            allow_paths_outside_data_dir=self.allow_paths_outside_data_dir,
+            allow_private_urls=self.allow_private_urls,
+        )
         for lineno, raw in iter_jsonl(self.documents_path):
             record = dict(raw)
-            unit_id = record.pop("unit_id", None)
-            if "text" in record:
-                record["data"] = record.pop("text")
-            if record.get("path") is not None:
-                record["path"] = (self.documents_path.parent / record["path"]).resolve()
-            if "name" not in record and isinstance(record.get("document_id"), str):
-                record["name"] = f"{record['document_id']}.txt"
+            unit_id = _unit_id(record, self.documents_path, lineno)
+            for field in ("data", "source"):
+                if field in record:
+                    raise BenchmarkDataError(
+                        f"{self.documents_path}:{lineno}: {field}: not a documents.jsonl field "
+                        "(give text, content_base64, path or source_uri)"
+                    )
+            record = document_source(record, policy, f"{self.documents_path}:{lineno}")
             document = validate_line(BenchmarkDocument, record, self.documents_path, lineno)
             _check_new_id(seen, document.document_id, "document_id", self.documents_path, lineno)
             rows.append((document, unit_id))
@@ -123,7 +157,7 @@ class JsonlBenchmark(BenchmarkAdapter):
         seen: dict[str, int] = {}
         for lineno, raw in iter_jsonl(self.cases_path):
             record = dict(raw)
-            unit_id = record.pop("unit_id", None)
+            unit_id = _unit_id(record, self.cases_path, lineno)
             shorthand = {k: record.pop(k) for k in ("answers", "evidence") if k in record}
             if shorthand:
                 if "expected" in record:

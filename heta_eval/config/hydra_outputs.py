@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from heta_eval.config.secrets import is_secret_key, scrub, scrub_file, secret_values
+from heta_eval.config.secrets import (
+    env_secret_values,
+    interpolated_env_values,
+    is_secret_path,
+    scrub,
+    scrub_file,
+    secret_values,
+    url_passwords,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +48,20 @@ def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., 
 
 
 def config_secrets(cfg: Any, overrides: Iterable[str]) -> set[str]:
-    """Secret values of a composed config (resolved) and of the command line's overrides."""
+    """Secret values of a composed config (resolved, with its `${oc.env:...}` values), of
+    the command line's overrides, and of secret-named environment variables."""
     from heta_eval.config.resolve import resolve_config
 
-    found = set()
+    found = env_secret_values()
     for override in overrides:
         key, _, value = str(override).partition("=")
-        if value.strip() and is_secret_key(key.lstrip("+~")):
+        found |= url_passwords(value)
+        if value.strip() and is_secret_path(key):
             found.add(value.strip().strip("'\""))
     with contextlib.suppress(Exception):  # a config that cannot resolve fails later, named
         found |= secret_values(resolve_config(cfg))
+    with contextlib.suppress(Exception):
+        found |= interpolated_env_values(cfg)
     return found
 
 

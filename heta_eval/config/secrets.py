@@ -1,7 +1,22 @@
-"""Keep secrets (API keys, tokens, passwords) out of logs, params and reports."""
+"""Keep secrets (API keys, tokens, passwords) out of logs, params and reports.
+
+The rules (the README's trust model lists them for users):
+
+- by key name: a key whose last word names a secret (`api_key`, `openaiApiKey`,
+  `aws_secret_access_key`, `private_key`, `db_password`, `auth_token`), and everything under a
+  key named `secrets`;
+- by value: the password of a URL (`http://user:KEY@host` becomes `http://user:***@host`),
+  and any value equal to the value of an environment variable whose name says key, token,
+  secret or password (`OPENAI_API_KEY`, `GITHUB_TOKEN`);
+- by origin: a value written `${oc.env:NAME}` (see `interpolated_env_values`).
+
+Masking a value in a config replaces it by `***`; scrubbing text replaces every occurrence of
+a known secret, and of any prefix of 8 characters or more of it, by `***`.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -10,70 +25,217 @@ from typing import Any
 # A key names a secret when its last word is one of these (`api_key`, `access_token`,
 # `db_password`), not when it merely contains one (`max_tokens`, `api_key_env`, `author`).
 SECRET_KEY = re.compile(
-    r"(?:^|[_\-.])(?:api[_-]?key|apikey|token|secret|secret[_-]?key|password|passwd|"
-    r"credentials?|authorization|auth)$",
+    r"(?:^|[_\-.])(?:api[_-]?key|apikey|token|secret|(?:secret|private|access)[_-]?key|"
+    r"secret[_-]?access[_-]?key|password|passwd|passphrase|credentials?|authorization|auth)$",
     re.I,
 )
+SECRET_SECTIONS = frozenset({"secrets"})
+"""Keys under which every value is a secret, whatever its own name."""
 MASK = "***"
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a config key names a secret (API keys, tokens, passwords)."""
-    return bool(SECRET_KEY.search(key.rsplit(".", 1)[-1]))
-
-
-def mask_secrets(config: Any) -> Any:
-    """A copy of `config` with every value under a secret-looking key replaced by `***`."""
-    if isinstance(config, Mapping):
-        return {
-            k: (MASK if is_secret_key(str(k)) and v not in (None, "") else mask_secrets(v))
-            for k, v in config.items()
-        }
-    if isinstance(config, list | tuple):
-        return [mask_secrets(v) for v in config]
-    return config
-
-
-def mask_override(override: str) -> str:
-    """A command-line override with its value masked when its key names a secret
-    (`+recipe.metadata.api_key=sk-...` becomes `+recipe.metadata.api_key=***`)."""
-    key, sep, value = override.partition("=")
-    if sep and value and is_secret_key(key.lstrip("+~")):
-        return f"{key}={MASK}"
-    return override
-
-
-def secret_values(config: Any) -> set[str]:
-    """The values under secret-looking keys of a resolved config (to scrub from files)."""
-    found: set[str] = set()
-    if isinstance(config, Mapping):
-        for key, value in config.items():
-            if is_secret_key(str(key)) and isinstance(value, str | int) and str(value).strip():
-                found.add(str(value).strip())
-            else:
-                found |= secret_values(value)
-    elif isinstance(config, list | tuple):
-        for value in config:
-            found |= secret_values(value)
-    return found
-
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_URL_CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?P<pw>[^/\s@]+)@")
+# Words of an environment variable's name that say its value is a secret.
+_ENV_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"})
+_ENV_SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
+_ENV_POINTER_WORDS = frozenset({"PATH", "FILE", "DIR", "ENV", "NAME", "ID", "URL", "HOST"})
 
 # Shorter values are not scrubbed from text: they would mangle unrelated words, and are no
 # real keys.
 MIN_SCRUBBED = 6
+MIN_PREFIX = 8
+"""A leaked prefix this long of a known secret is scrubbed too (an error body cut short)."""
+
+
+_remembered: set[str] = set()  # secret values found in this process's config
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Mask these values (found in the config, e.g. by origin) wherever this process masks."""
+    _remembered.update(v for v in values if v)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key names a secret (API keys, tokens, passwords)."""
+    last = key.rsplit(".", 1)[-1]
+    return bool(SECRET_KEY.search(_CAMEL.sub("_", last))) or last.lower() in SECRET_SECTIONS
+
+
+def is_secret_path(dotted: str) -> bool:
+    """Whether a dotted config key (`recipe.metadata.secrets.x`) names a secret or lies
+    under a `secrets` section."""
+    parts = dotted.lstrip("+~").split(".")
+    return is_secret_key(parts[-1]) or any(p.lower() in SECRET_SECTIONS for p in parts)
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (`OPENAI_API_KEY`,
+    `GITHUB_TOKEN`, `DB_PASSWORD`; not `KEYBOARD`, `TOKENIZERS_PARALLELISM`, or one that
+    names where a secret is: `SSH_KEY_PATH`, `API_KEY_ENV`)."""
+    upper = name.upper()
+    words = [w for w in re.split(r"[_\-.]+", upper) if w]
+    if words and words[-1] in _ENV_POINTER_WORDS:
+        return False
+    return bool(set(words) & _ENV_SECRET_WORDS) or upper.endswith(_ENV_SECRET_SUFFIXES)
+
+
+def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
+    """Values of the environment variables whose names say they hold secrets: long enough
+    to be keys rather than flags, and not file paths (scrubbing a path from text would hide
+    where files are)."""
+    env = os.environ if environ is None else environ
+    return {
+        value.strip()
+        for name, value in env.items()
+        if is_secret_env_name(name)
+        and len(value.strip()) >= MIN_PREFIX
+        and not value.strip().startswith(("/", "~", "."))
+    }
+
+
+def url_passwords(text: str) -> set[str]:
+    """Passwords written into URLs in `text` (`scheme://user:PASSWORD@host`)."""
+    return {m.group("pw") for m in _URL_CREDENTIALS.finditer(text)}
+
+
+def mask_url_credentials(text: str) -> str:
+    """`text` with the password of every URL in it replaced by `***`."""
+    return _URL_CREDENTIALS.sub(lambda m: f"{m.group('head')}{MASK}@", text)
+
+
+def mask_secrets(config: Any, values: Iterable[str] = ()) -> Any:
+    """A copy of `config` with every secret masked: values under secret-looking keys (and
+    under a `secrets` key) become `***`, URL passwords are masked, and a string equal to a
+    secret value (`values`, and those of secret-named environment variables) becomes `***`."""
+    known = {v for v in values if v} | env_secret_values() | _remembered
+    return _mask(config, known)
+
+
+def _mask(config: Any, known: set[str]) -> Any:
+    if isinstance(config, Mapping):
+        return {
+            k: (MASK if is_secret_key(str(k)) and v not in (None, "", {}) else _mask(v, known))
+            for k, v in config.items()
+        }
+    if isinstance(config, list | tuple):
+        return [_mask(v, known) for v in config]
+    if isinstance(config, str):
+        if config.strip() in known:
+            return MASK
+        return mask_url_credentials(config)
+    return config
+
+
+def mask_override(override: str, values: Iterable[str] = ()) -> str:
+    """A command-line override with its value masked when its key names a secret
+    (`+recipe.metadata.api_key=sk-...` becomes `+recipe.metadata.api_key=***`), when the value
+    is a known secret, and with URL passwords masked."""
+    key, sep, value = override.partition("=")
+    if not sep or not value:
+        return override
+    bare = value.strip().strip("'\"")
+    known = {v for v in values if v} | env_secret_values() | _remembered
+    if is_secret_path(key) or bare in known:
+        return f"{key}={MASK}"
+    return f"{key}={mask_url_credentials(value)}"
+
+
+def secret_values(config: Any) -> set[str]:
+    """The secret values of a resolved config (to scrub from files and logs): values under
+    secret-looking keys, URL passwords, and values equal to a secret environment variable's."""
+    env = env_secret_values()
+    return _secret_values(config, env)
+
+
+def _secret_values(config: Any, env: set[str]) -> set[str]:
+    found: set[str] = set()
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            if is_secret_key(str(key)):
+                found |= _leaves(value)
+            else:
+                found |= _secret_values(value, env)
+    elif isinstance(config, list | tuple):
+        for value in config:
+            found |= _secret_values(value, env)
+    elif isinstance(config, str):
+        found |= url_passwords(config)
+        if config.strip() in env:
+            found.add(config.strip())
+    return found
+
+
+def _leaves(value: Any) -> set[str]:
+    if isinstance(value, Mapping):
+        return {leaf for v in value.values() for leaf in _leaves(v)}
+    if isinstance(value, list | tuple):
+        return {leaf for v in value for leaf in _leaves(v)}
+    if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+        return {str(value).strip()}
+    return set()
+
+
+def interpolated_env_values(cfg: Any) -> set[str]:
+    """Resolved values of the config's `${oc.env:NAME}` interpolations, whatever their key.
+
+    Absolute paths (`${oc.env:HOME}/data`) are left out: they are no secrets, and scrubbing
+    them from text would hide where outputs go."""
+    from omegaconf import OmegaConf
+
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if OmegaConf.is_dict(node):
+            keys = list(node.keys())
+        elif OmegaConf.is_list(node):
+            keys = list(range(len(node)))
+        else:
+            return
+        for key in keys:
+            if key == "hydra" and node is cfg:
+                continue
+            raw = node._get_node(key)
+            value = raw._value() if raw is not None else None
+            if isinstance(value, str) and "oc.env:" in value:
+                try:
+                    resolved = node[key]
+                except Exception:  # unresolvable: named when the config is resolved
+                    continue
+                text = str(resolved).strip()
+                if text and not text.startswith(("/", "~")):
+                    found.add(text)
+            elif raw is not None and (OmegaConf.is_dict(raw) or OmegaConf.is_list(raw)):
+                walk(raw)
+
+    walk(cfg)
+    return found
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every occurrence of each secret value replaced by `***`."""
+    """`text` with every occurrence of each secret value replaced by `***`, and every prefix
+    of 8+ characters of one (what is left of a key in a message cut short)."""
     for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= MIN_SCRUBBED:
-            text = text.replace(secret, MASK)
+        if len(secret) < MIN_SCRUBBED:
+            continue
+        text = text.replace(secret, MASK)
+        if len(secret) > MIN_PREFIX:
+            text = _scrub_prefixes(text, secret)
+    return text
+
+
+def _scrub_prefixes(text: str, secret: str) -> str:
+    head = secret[:MIN_PREFIX]
+    start = text.find(head)
+    while start != -1:
+        end = start + MIN_PREFIX
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + MASK + text[end:]
+        start = text.find(head, start + len(MASK))
     return text
 
 
 def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
     """Rewrite a text file (atomically) without the secret values; whether it changed."""
-    import os
     import tempfile
 
     try:
@@ -83,7 +245,7 @@ def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
     clean = scrub(text, secrets)
     if clean == text:
         return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scrub.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(clean)
     os.replace(tmp, path)

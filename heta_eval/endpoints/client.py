@@ -43,6 +43,22 @@ MAX_BACKOFF = 30.0
 
 _EXCERPT = 200
 _MASK = "***"
+_MIN_PREFIX = 8  # a leaked prefix this long of a key is masked too (a body cut short)
+
+
+def _redact_prefixes(text: str, secret: str) -> str:
+    """`text` with every run of `_MIN_PREFIX` or more leading characters of `secret` masked.
+
+    (The same rule as heta_eval.config.secrets.scrub; endpoints stay below config.)"""
+    head = secret[:_MIN_PREFIX]
+    start = text.find(head)
+    while start != -1:
+        end = start + _MIN_PREFIX
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + _MASK + text[end:]
+        start = text.find(head, start + len(_MASK))
+    return text
 
 
 class EndpointError(RuntimeError):
@@ -241,10 +257,13 @@ class OpenAICompatibleClient:
         return key
 
     def _redact(self, text: str, key: str | None) -> str:
-        """`text` with the API key and every extra header value replaced by `***`."""
+        """`text` with the API key and every extra header value replaced by `***`, and any
+        prefix of 8+ characters of one (a server may echo a key cut short)."""
         for secret in (key, *self._extra_headers.values()):
             if secret and len(secret) >= 4:
                 text = text.replace(secret, _MASK)
+                if len(secret) > _MIN_PREFIX:
+                    text = _redact_prefixes(text, secret)
         return text
 
     # -- per-loop client -------------------------------------------------------------------
@@ -332,7 +351,8 @@ class OpenAICompatibleClient:
                     if status in (429, 503):
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 elif status >= 300:
-                    excerpt = self._redact(" ".join(response.text.split())[:_EXCERPT], key)
+                    # Redacted before it is cut: a cut could leave most of a key unrecognised.
+                    excerpt = self._redact(" ".join(response.text.split()), key)[:_EXCERPT]
                     raise EndpointError(
                         url, f"{label}: {excerpt}" if excerpt else label, attempt, status
                     ) from None

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from heta_eval.files import temp_prefix
+
 
 class InvalidKeyError(ValueError):
     """An object key that is not a relative POSIX path inside the store."""
@@ -143,11 +145,12 @@ class LocalObjectStore:
         else:
             path = f"{self._directory(head)}/{name}"
         directory, _, name = path.rpartition("/")
-        tmp = f"{directory}/.{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        prefix = temp_prefix(name)  # a long legal name must not make an illegal temp name
+        tmp = f"{directory}/{prefix}{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except FileExistsError:  # left behind by a crashed process with the same pid
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -6,7 +6,7 @@ import base64
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_serializer, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record, check_bare_name, check_unique
 
@@ -110,20 +110,26 @@ class BenchmarkDocument(Record):
 
     @field_serializer("data", when_used="json")
     def _data_json(self, value: bytes | None) -> str | None:
+        # Shown as text when it is UTF-8 text that cannot be mistaken for the marker.
         if value is None:
             return None
         try:
-            return value.decode("utf-8")
+            text = value.decode("utf-8")
         except UnicodeDecodeError:
-            return "base64:" + base64.b64encode(value).decode("ascii")
+            text = None
+        if text is not None and not text.startswith("base64:"):
+            return text
+        return "base64:" + base64.b64encode(value).decode("ascii")
 
     @field_validator("data", mode="before")
     @classmethod
-    def _data_from_text(cls, value: Any) -> Any:
-        # Text is stored as UTF-8; binary data round-trips through JSON as "base64:...".
+    def _data_from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        # A string is text, stored as UTF-8, whatever it starts with (binary content is given
+        # as bytes). Only this record's own JSON form carries binary as "base64:...", and
+        # there the serializer encodes text with that prefix too, so the marker is exact.
         if isinstance(value, str):
-            if value.startswith("base64:"):
-                return base64.b64decode(value[len("base64:") :])
+            if info.mode == "json" and value.startswith("base64:"):
+                return base64.b64decode(value[len("base64:") :], validate=True)
             return value.encode("utf-8")
         return value
 

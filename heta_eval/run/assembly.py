@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from heta_eval.config.components import ComponentError, instantiate
 from heta_eval.config.resolve import ConfigError, resolve_config
-from heta_eval.config.secrets import mask_secrets
+from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
@@ -189,6 +189,7 @@ def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
 def assemble(cfg: DictConfig) -> RunComponents:
     """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
     resolved = resolve_config(cfg)
+    remember_secrets(interpolated_env_values(cfg))  # masked wherever this process masks
     absent = [g for g in GROUPS if resolved.get(g) is None]
     if absent:
         raise ConfigError(f"config groups without a selection: {absent}")

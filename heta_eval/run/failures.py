@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from heta_eval.records import EvaluationReport
+from collections.abc import Mapping, Sequence
+
+from heta_eval.records import EvaluationCaseResult, EvaluationError, EvaluationReport
 
 
 class FailureRateExceededError(RuntimeError):
@@ -29,3 +31,34 @@ def check_failure_rate(report: EvaluationReport, max_failure_rate: float | None)
             f"more than runner.max_failure_rate={max_failure_rate:g}; {total - failed} were "
             "scored and the report was still written"
         )
+
+
+def fail_cases_with_lost_evidence(
+    results: Sequence[EvaluationCaseResult], lost: Mapping[str, str]
+) -> list[EvaluationCaseResult]:
+    """`results` with each scored case whose evidence names a document that could not be
+    stored (`lost`: document id -> why) turned into a failure that says so: such a case was
+    never answerable, and a 0 would count against the recipe."""
+    if not lost:
+        return list(results)
+    out = []
+    for result in results:
+        named = [] if result.expected is None else result.expected.evidence
+        missing = [
+            str(e.locator["document_id"])
+            for e in named
+            if str(e.locator.get("document_id")) in lost
+        ]
+        if result.error is None and missing:
+            document = missing[0]
+            error = EvaluationError(
+                stage="build",
+                error_type="EvidenceDocumentLost",
+                message=(
+                    f"evidence document {document!r} could not be stored, so the case cannot "
+                    f"be scored: {lost[document]}"
+                )[:2000],
+            )
+            result = result.model_copy(update={"scores": (), "error": error})
+        out.append(result)
+    return out

@@ -37,6 +37,7 @@ from heta_eval.records import (
 from heta_eval.records.run import CaseCounts, RunFacts, RunIdentity, TrackingRef, UnitFacts
 from heta_eval.run.data_digest import DataDigest
 from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
+from heta_eval.run.failures import fail_cases_with_lost_evidence
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
@@ -378,6 +379,7 @@ class BenchmarkRunner:
                     build_failed=kb_manifest is None,
                 )
             )
+        results = fail_cases_with_lost_evidence(results, document_errors)
         metric_names = [e.name for e in self.evaluators]
         summary, details = summarize(
             results,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records import EvaluationReport
+from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
 from heta_eval.tracking.naming import (
     PRIMARY_MODE_TAG,
     benchmark_dataset,
@@ -18,12 +19,11 @@ from heta_eval.tracking.naming import (
     headline_metrics,
     metric_name,
     run_params,
+    slice_metric_name,
 )
 from heta_eval.tracking.outbox import LOCAL_PREFIX, Outbox, OutboxEntry
 
 log = logging.getLogger(__name__)
-PARAMS_PER_BATCH = 100  # MLflow's per-request limits
-METRICS_PER_BATCH = 1000
 CASE_TABLE = "case_results.json"
 TOP_DOCUMENTS = 5  # distinct retrieved document ids shown per case in the table
 # MLflow reads these at each request; the tracking config bounds them (MLflow's defaults
@@ -49,10 +49,6 @@ def default_tracking_uri(root: Path) -> str:
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
 
 
-def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
 def _percentile(values: Sequence[float], q: float) -> float:
     if len(values) == 1:
         return values[0]
@@ -71,7 +67,7 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     for slice_key, summary in sorted(report.score_slices.items()):
         label, _, value = slice_key.partition("=")
         for key, mean in sorted(summary.items()):
-            metrics.append((metric_name(f"slice/{label}/{value}/{key}"), mean, 0))
+            metrics.append((slice_metric_name(label, value, metric_name(key)), mean, 0))
     for step, kb in enumerate(report.knowledge_base_manifests):
         metrics.append(("kb.build_seconds", kb.build_seconds, step))
         metrics.append(("kb.chunks", float(kb.counts.get("chunks", 0)), step))
@@ -183,6 +179,8 @@ class MlflowTracker:
         self.use_outbox = outbox
         self._entry: OutboxEntry | None = None  # set once the backend failed
         self._started: dict[str, Any] = {}
+        self._rejected: list[str] = []  # items MLflow would not take (the rest was logged)
+        self._reported = 0  # of those, already said
         bounds = (http_max_retries, http_timeout_seconds, http_backoff_factor)
         for value, variable in zip(bounds, HTTP_SETTINGS.values(), strict=True):
             if value is not None:
@@ -195,11 +193,11 @@ class MlflowTracker:
         """The MlflowClient for this tracker's URI (created on first use)."""
         with self._lock:
             if self._client is None:
-                from mlflow import MlflowClient
+                from heta_eval.tracking.sqlite_store import open_client
 
                 if self.uri.startswith("sqlite:"):
                     self.root.mkdir(parents=True, exist_ok=True)
-                self._client = MlflowClient(tracking_uri=self.uri)
+                self._client = open_client(self.uri)
             return self._client
 
     def connect(self) -> None:
@@ -259,8 +257,8 @@ class MlflowTracker:
             )
             self.run_id = run.info.run_id
             params = [Param(k, v) for k, v in flat.items()]
-            for batch in _chunks(params, PARAMS_PER_BATCH):
-                self.client.log_batch(self.run_id, params=list(batch))
+            self._rejected += log_leniently(self.client, self.run_id, params=params)
+            self._report_rejected()
         except Exception as exc:
             self._go_offline(exc)
 
@@ -307,13 +305,14 @@ class MlflowTracker:
         tags = {PRIMARY_MODE_TAG: report.primary_query_mode or ""}
         if self._entry is None:
             try:
-                for batch in _chunks(metrics, METRICS_PER_BATCH):
-                    self.client.log_batch(self.run_id, metrics=list(batch))
-                self.client.log_batch(
+                self._rejected += log_leniently(
+                    self.client,
                     self.run_id,
+                    metrics=metrics,
                     params=[Param(k, v) for k, v in params.items()],
                     tags=[RunTag(k, v) for k, v in tags.items()],
                 )
+                self._report_rejected()
                 dataset = DatasetInput(
                     benchmark_dataset(report),
                     tags=[InputTag("mlflow.data.context", "evaluation")],
@@ -332,6 +331,25 @@ class MlflowTracker:
         # Everything again, even what reached the server: a sync sends each item once.
         # (The dataset input is not kept: the benchmark is in the tags and params.)
         self._keep_report(metrics, report, artifacts, params, tags)
+
+    def _report_rejected(self) -> None:
+        """Say which items MLflow could not take (the rest was logged), in the log and on
+        the run (tag `heta_eval.tracking.rejected`)."""
+        new = self._rejected[self._reported :]
+        if not new:
+            return
+        from mlflow.entities import RunTag
+
+        self._reported = len(self._rejected)
+        log.warning(
+            "MLflow refused %d item(s) of this run, the rest was logged: %s",
+            len(new),
+            "; ".join(new[:20]) + (f" (and {len(new) - 20} more)" if len(new) > 20 else ""),
+        )
+        shown = "; ".join(self._rejected[:20])
+        more = f" (and {len(self._rejected) - 20} more)" if len(self._rejected) > 20 else ""
+        tag = RunTag(REJECTED_TAG, f"{len(self._rejected)} item(s): {shown}{more}"[:5000])
+        self.client.log_batch(self.run_id, tags=[tag])
 
     def end(self, status: str = "FINISHED") -> None:
         if self.run_id is not None and self._entry is None:

@@ -15,13 +15,59 @@ MAX_PARAM_VALUE = 6000  # MLflow's limit on a param value
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 
+MAX_KEY = 250  # MLflow's limit on a metric, param or tag key
+SEGMENT_CHARS = 80  # a slice label or value kept whole up to this length
+_MLFLOW_KEY = re.compile(r"^[/\w.\- :]*$")
+
+
 def metric_name(name: str) -> str:
     """MLflow-safe form of a metric name: `bm25.ndcg@10` becomes `bm25.ndcg_at_10`.
 
     MLflow accepts letters, digits, `_ - . /` and spaces; `@` is spelled `_at_` and anything
-    else becomes `_`.
+    else becomes `_`. Path segments MLflow would read as a different name (empty, `.`, `..`)
+    become `_`, and a name longer than MLflow's 250 characters is cut and given a short hash
+    of the whole name, so it stays distinct.
     """
-    return _UNSAFE.sub("_", name.replace("@", "_at_"))
+    safe = _UNSAFE.sub("_", name.replace("@", "_at_"))
+    safe = "/".join("_" if part in ("", ".", "..") else part for part in safe.split("/"))
+    if len(safe) > MAX_KEY:
+        safe = f"{safe[: MAX_KEY - 9]}-{_short_hash(name)}"
+    return safe
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def slice_segment(text: str) -> str:
+    """A slice label or value as one metric-name segment, distinct for distinct inputs: kept
+    as it is when it is safe and short, else made safe, cut and given a short hash of the
+    original (`a!b` and `a?b` become `a_b-1f2e...` and `a_b-9c0d...`)."""
+    safe = metric_name(text.replace("/", "_"))
+    if safe == text and len(text) <= SEGMENT_CHARS:
+        return text
+    return f"{safe[:SEGMENT_CHARS]}-{_short_hash(text)}"
+
+
+def slice_metric_name(label: str, value: str, metric: str) -> str:
+    """`slice/{label}/{value}/{metric}`, within MLflow's limits and unique per label."""
+    return metric_name(f"slice/{slice_segment(label)}/{slice_segment(value)}/{metric}")
+
+
+def key_problem(key: str) -> str | None:
+    """Why MLflow would refuse `key` as a metric or param key; None when it is valid."""
+    import posixpath
+
+    if not key:
+        return "empty key"
+    if len(key) > MAX_KEY:
+        return f"longer than {MAX_KEY} characters"
+    if not _MLFLOW_KEY.match(key):
+        return "characters other than letters, digits, _ - . / : and spaces"
+    norm = posixpath.normpath(key)
+    if norm != key or norm == "." or norm.startswith(("..", "/")):
+        return f"would be read as the path {norm!r}"
+    return None
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

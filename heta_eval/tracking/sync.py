@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
 from heta_eval.tracking.outbox import OUTBOX_TAG, Outbox, OutboxEntry
 
 log = logging.getLogger(__name__)
-BATCH = 100  # params and tags per request (MLflow's limit); metrics take up to 1000
 
 
 @dataclass
@@ -71,10 +71,11 @@ def _run(client: Any, entry: OutboxEntry) -> tuple[Any, bool]:
 
 def sync_entry(outbox: Outbox, entry: OutboxEntry, uri: str | None = None) -> SyncResult:
     """Upload one finished entry; each step is recorded in the entry as it completes."""
-    from mlflow import MlflowClient
     from mlflow.entities import Metric, Param, RunTag
 
-    client = MlflowClient(tracking_uri=uri or entry.uri)
+    from heta_eval.tracking.sqlite_store import open_client
+
+    client = open_client(uri or entry.uri)
     uploaded: list[str] = []
     run, created = _run(client, entry)
     run_id = run.info.run_id
@@ -85,25 +86,30 @@ def sync_entry(outbox: Outbox, entry: OutboxEntry, uri: str | None = None) -> Sy
     def step(name: str) -> bool:
         return name not in entry.done
 
+    rejected: list[str] = []
     if step("params"):
         # A param cannot change: send only those the run lacks.
         params = [Param(k, v) for k, v in entry.params.items() if k not in run.data.params]
-        for i in range(0, len(params), BATCH):
-            client.log_batch(run_id, params=params[i : i + BATCH])
+        refused = log_leniently(client, run_id, params=params)
+        rejected += refused
         entry = _done(outbox, entry, "params")
-        uploaded.append(f"{len(params)} params")
+        uploaded.append(f"{len(params) - len(refused)} params")
     if step("tags"):
         tags = [RunTag(k, v) for k, v in {**entry.tags, OUTBOX_TAG: entry.entry_id}.items()]
-        for i in range(0, len(tags), BATCH):
-            client.log_batch(run_id, tags=tags[i : i + BATCH])
+        rejected += log_leniently(client, run_id, tags=tags)
         entry = _done(outbox, entry, "tags")
     if step("metrics"):
         # Same key, value, timestamp and step: the store keeps one, so a repeat adds nothing.
         metrics = [Metric(k, v, t, s) for k, v, t, s in entry.metrics]
-        for i in range(0, len(metrics), 1000):
-            client.log_batch(run_id, metrics=metrics[i : i + 1000])
+        refused = log_leniently(client, run_id, metrics=metrics)
+        rejected += refused
         entry = _done(outbox, entry, "metrics")
-        uploaded.append(f"{len(metrics)} metrics")
+        uploaded.append(f"{len(metrics) - len(refused)} metrics")
+    if rejected:
+        # Said on the run and by the command; the rest of the entry is uploaded.
+        note = f"{len(rejected)} item(s): {'; '.join(rejected[:20])}"[:5000]
+        client.set_tag(run_id, REJECTED_TAG, note)
+        uploaded.append(f"{len(rejected)} refused by MLflow ({'; '.join(rejected[:3])})")
     if step("table"):
         if entry.table is not None:
             names = {a.path for a in client.list_artifacts(run_id)}

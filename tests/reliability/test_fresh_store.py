@@ -1,0 +1,69 @@
+"""A fresh SQLite store and parallel starts (issue 17, item 8): four `heta-eval` processes
+started at once on a new `mlflow.db` all track their runs (the schema is created once, under
+a lock), and a store held locked by another process makes tracking wait, not give up."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from heta_eval.tracking.mlflow_tracker import MlflowTracker
+from heta_eval.tracking.sqlite_store import open_client
+
+from .conftest import mlflow_runs
+from .processes import start_cli
+
+
+def test_four_processes_on_a_new_store_all_track_their_runs(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    procs = [start_cli(root, tmp_path, "runner.limit=2", f"runner.top_k={k}") for k in (3, 4, 5, 6)]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    done = [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs, strict=True)]
+    for code, out, err in done:
+        assert code == 0, err
+        assert "MLflow unreachable" not in out + err, out + err
+        assert "already exists" not in err and "duplicate column" not in err, err
+    assert not (root / "tracking_outbox").exists()
+    runs = mlflow_runs(root)
+    assert len(runs) == 4
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert {r.data.params["runner.top_k"] for r in runs} == {"3", "4", "5", "6"}
+    assert all(r.data.metrics for r in runs)
+
+
+def test_tracking_waits_for_a_store_another_process_holds_locked(tmp_path: Path) -> None:
+    tracker = MlflowTracker(root=tmp_path)
+    tracker.start(run_name="first", config={"a": 1}, tags={})
+    tracker.end()
+    # Another writer holds the database's write lock for longer than SQLite's own 5 s wait.
+    holder = sqlite3.connect(
+        tmp_path / "mlflow.db", timeout=0, isolation_level=None, check_same_thread=False
+    )
+    holder.execute("BEGIN EXCLUSIVE")
+    released = threading.Event()
+
+    def release() -> None:
+        time.sleep(7)
+        holder.execute("COMMIT")
+        holder.close()
+        released.set()
+
+    threading.Thread(target=release, daemon=True).start()
+    second = MlflowTracker(root=tmp_path)
+    second.start(run_name="second", config={"b": 2}, tags={})
+    second.end()
+    assert released.is_set()  # the writes above really met the lock
+    assert not (tmp_path / "tracking_outbox").exists()
+    runs = {r.info.run_name: r for r in mlflow_runs(tmp_path)}
+    assert runs["second"].info.status == "FINISHED"
+    assert runs["second"].data.params == {"b": "2"}
+
+
+def test_open_client_creates_the_schema_once_under_its_lock(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}"
+    client = open_client(uri)
+    assert (tmp_path / "new" / "mlflow.db").is_file()
+    assert (tmp_path / "new" / "mlflow.db.lock").is_file()
+    assert [e.name for e in client.search_experiments()] == ["Default"]
