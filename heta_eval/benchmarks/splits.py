@@ -98,8 +98,10 @@ class HeldOutCases(BenchmarkAdapter):
         self.benchmark = benchmark
         self.settings = settings
         base = benchmark.manifest
-        self.default_top_k = getattr(benchmark, "default_top_k", BenchmarkAdapter.default_top_k)
-        self.slice_by = tuple(getattr(benchmark, "slice_by", ()) or ())
+        # The benchmark's retrieval conventions hold for either part.
+        self.default_top_k = benchmark.default_top_k
+        self.slice_by = tuple(benchmark.slice_by)
+        self.ignore_identical_ids = benchmark.ignore_identical_ids
         share = round(100 * settings.holdout_fraction)
         if settings.part == "tune":
             split = f"{base.split}-tuning"
