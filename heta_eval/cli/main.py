@@ -51,7 +51,13 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     report = evaluate(
         components=components, overrides=overrides, parent_run_id=parent, sweep_id=sweep_id
     )
-    print_summary(report)
+    job = None
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        from heta_eval.config.secrets import mask_override
+
+        shown = " ".join(mask_override(o) for o in overrides) or "no overrides"
+        job = f"job #{hydra_cfg.job.num}: {shown}"
+    print_summary(report, job)
     return report
 
 

@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("heta_eval")
 
-# Overrides that say where things go, not what is evaluated; left out of run names.
-_NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir")
 REUSED_TAG = "heta_eval.reused_from.run_id"
 
 
@@ -263,11 +261,10 @@ class RunLifecycle:
     def _start_tracking(
         self, extra_tags: Mapping[str, str] | None = None, state_dir: Path | None = None
     ) -> None:
+        from heta_eval.tracking.naming import run_name as short_name
+
         manifest = self.components.benchmark.manifest
-        run_name = f"{manifest.name}/{self.components.recipe.name}"
-        shown = [o for o in self.overrides if not o.lstrip("+~").startswith(_NOT_IN_RUN_NAME)]
-        if shown:
-            run_name += " " + ",".join(shown)
+        run_name = short_name(manifest.name, self.components.recipe.name, self.overrides)
         tags = {**self._tags(), **(extra_tags or {})}
         config = self.components.resolved
         if self.worker is not None:
@@ -285,6 +282,7 @@ class RunLifecycle:
 
     def _tags(self) -> dict[str, str]:
         from heta_eval.code_identity import git_commit
+        from heta_eval.tracking.naming import source_name
 
         components = self.components
         manifest = components.benchmark.manifest
@@ -303,6 +301,8 @@ class RunLifecycle:
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
+        # This process's program, not the tracker worker's (which adds the other source tags).
+        tags["mlflow.source.name"] = source_name()
         return tags
 
     def _with_where(self, report: EvaluationReport) -> EvaluationReport:

@@ -5,8 +5,10 @@ process. `on_multirun_start` creates the store, the experiment and the parent ru
 job starts, and writes the parent's id into the sweep directory, where each job finds it
 (`parent_run_id`). The parent is identified across reruns by `heta_eval.sweep_id` (a hash of
 the config name and the command line's overrides): rerunning a sweep whose parent did not
-finish reuses that parent. `on_multirun_end` logs a summary of the children (the table
-`sweep_summary.json` and `best/<metric>` with the run that reached it) and ends the parent.
+finish reuses that parent. `on_multirun_end` logs a summary of the children (the tables
+`sweep_summary.json`, one row per job, and `sweep_best.json`, the best job of each score;
+`best/<score>` with that run's CI bounds), prints the jobs' table with the compare command,
+and ends the parent.
 
 Hydra does not call `on_multirun_end` when a job fails (the sweeper re-raises the job's
 exception after the launcher has run every job of the batch), so an `atexit` handler armed in
@@ -37,10 +39,13 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
+from heta_eval.tracking.sweep_report import compare_command, print_sweep_end
 from heta_eval.tracking.sweep_summary import (
     JOBS_DIR,
     SweepRow,
-    best_metrics,
+    best_scores,
+    best_table,
+    headline,
     job_rows,
     merge_job_records,
     read_job_records,
@@ -52,6 +57,9 @@ log = logging.getLogger(__name__)
 PARENT_RUN_FILE = ".mlflow_parent_run_id"
 SWEEP_ID_FILE = ".heta_eval_sweep_id"
 SUMMARY_TABLE = "sweep_summary.json"
+BEST_TABLE = "sweep_best.json"
+BEST_RUN_TAG = "heta_eval.best_run_id"  # the best job's run on the sweep's headline score
+HEADLINE_METRIC_TAG = "heta_eval.headline_metric"
 # Sweeper outputs logged to the parent when present (Optuna's best trial, the sweep config).
 SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
 
@@ -164,6 +172,7 @@ class MlflowSweepCallback(Callback):
         self._signal_handlers: dict[int, Any] = {}
         self._launcher = ""
         self._started_ms = 0
+        self._optimized: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Launchers ship the callbacks to their workers; the MLflow client and the exit
@@ -178,6 +187,7 @@ class MlflowSweepCallback(Callback):
         self._signal_handlers = {}
         self._launcher = ""
         self._started_ms = 0
+        self._optimized = None
 
     # -- the launching process -------------------------------------------------------------
 
@@ -211,8 +221,14 @@ class MlflowSweepCallback(Callback):
             "heta_eval.config_name": str(kwargs.get("config_name") or ""),
             **_fixed_names(config, _swept_keys(overrides)),
         }
+        from heta_eval.code_identity import git_commit
+
+        commit = git_commit()
+        if commit:
+            tags["mlflow.source.git.commit"] = commit
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
+        self._optimized = OmegaConf.select(config, "optimized_metric", default=None)
         try:
             self._start_parent(tracker, sweep_dir, sid, params, tags)
         except Exception as exc:
@@ -419,7 +435,8 @@ class MlflowSweepCallback(Callback):
                 client.set_terminated(child.info.run_id, status="KILLED")
 
     def _summarise(self) -> list[SweepRow]:
-        """Log the summary table, best/* metrics and tags to the parent; return the rows."""
+        """Log the summary tables, best/* metrics and tags to the parent, print the jobs'
+        table; return the rows."""
         from mlflow.entities import Metric
 
         client, run_id = self._tracker.client, self._tracker.run_id
@@ -428,15 +445,27 @@ class MlflowSweepCallback(Callback):
         rows = job_rows(self._children(client, parent.info.experiment_id, run_id))
         merge_job_records(rows, read_job_records(self._sweep_dir))
 
-        self._log_table(client, run_id, summary_table(rows))
+        self._log_table(client, run_id, SUMMARY_TABLE, summary_table(rows))
+        best = best_scores(rows)
+        if best:
+            self._log_table(client, run_id, BEST_TABLE, best_table(best))
         stamp = _now_ms()
-        best = best_metrics(rows)
-        metrics = [Metric(f"best/{name}", v, stamp, 0) for name, (v, _) in sorted(best.items())]
+        metrics = []
+        for score in best:
+            metrics.append(Metric(f"best/{score.metric}", score.value, stamp, 0))
+            for stat in ("ci_low", "ci_high"):
+                bound = getattr(score, stat)
+                if bound is not None:
+                    metrics.append(Metric(f"best/{score.metric}.{stat}", bound, stamp, 0))
         metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
         metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
         for i in range(0, len(metrics), METRICS_PER_BATCH):
             client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
-        tags = {f"best/{name}/run_id": rid for name, (_, rid) in sorted(best.items())}
+        metric = headline(rows, self._optimized)
+        tags = {HEADLINE_METRIC_TAG: metric or ""}
+        top = next((b for b in best if b.metric == metric), None)
+        if top is not None:
+            tags[BEST_RUN_TAG] = top.row.run_id
         finished = [r for r in rows if r.ok]
         for key in FIXED_TAGS:
             values = {r.tags.get(key) for r in finished}
@@ -452,6 +481,14 @@ class MlflowSweepCallback(Callback):
             len(finished),
             len(rows) - len(finished),
         )
+        try:
+            from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+
+            default = default_tracking_uri(Path.cwd() / "outputs")
+            command = compare_command(run_id, self._tracker.uri, default)
+            print_sweep_end(rows, metric, run_id, command)
+        except Exception as exc:  # the summary is logged; a console problem must not undo it
+            log.warning("could not print the sweep's table: %s", exc)
         return rows
 
     @staticmethod
@@ -470,16 +507,16 @@ class MlflowSweepCallback(Callback):
                 return runs
 
     @staticmethod
-    def _log_table(client: Any, run_id: str, columns: dict[str, list[Any]]) -> None:
-        """Log (or, on a resumed parent, replace) the `sweep_summary.json` table."""
-        if not any(a.path == SUMMARY_TABLE for a in client.list_artifacts(run_id)):
-            client.log_table(run_id, data=columns, artifact_file=SUMMARY_TABLE)
+    def _log_table(client: Any, run_id: str, name: str, columns: dict[str, list[Any]]) -> None:
+        """Log (or, on a resumed parent, replace) the table artifact `name`."""
+        if not any(a.path == name for a in client.list_artifacts(run_id)):
+            client.log_table(run_id, data=columns, artifact_file=name)
             return
         # log_table appends to an existing table; a rerun's summary replaces the old one.
         import pandas as pd
 
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / SUMMARY_TABLE
+            path = Path(tmp) / name
             pd.DataFrame(columns).to_json(path, orient="split", index=False, date_format="iso")
             client.log_artifact(run_id, str(path))
 

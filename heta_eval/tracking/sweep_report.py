@@ -1,0 +1,70 @@
+"""What a sweep prints when it ends: a table of its jobs and the command that compares them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from heta_eval.tracking.sweep_summary import SweepRow, differing_overrides, split_overrides
+
+MAX_ERROR = 60  # characters of a failed job's error shown in its row
+
+
+def _interval(row: SweepRow, metric: str) -> str:
+    low, high = row.metrics.get(f"{metric}.ci_low"), row.metrics.get(f"{metric}.ci_high")
+    return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def compare_command(parent_run_id: str, tracking_uri: str, default_uri: str) -> str:
+    """`heta-eval-compare <parent id>`, with `--tracking-uri` unless it is the default one."""
+    command = f"heta-eval-compare {parent_run_id}"
+    return command if tracking_uri == default_uri else f"{command} --tracking-uri {tracking_uri}"
+
+
+def print_sweep_end(
+    rows: Sequence[SweepRow], metric: str | None, parent_run_id: str, compare: str
+) -> None:
+    """One row per job (number, the overrides that differ, `metric` with its CI, status),
+    then the best job on `metric` and the compare command."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    keys = differing_overrides(rows)
+    finished = sum(r.ok for r in rows)
+    table = Table(
+        title=f"sweep: {len(rows)} job(s), {finished} finished, {len(rows) - finished} failed "
+        f"· parent run {parent_run_id}",
+        title_justify="left",
+    )
+    table.add_column("job", justify="right")
+    for key in keys:
+        table.add_column(escape(key), overflow="fold")
+    if metric:
+        table.add_column(metric, justify="right")
+        table.add_column("CI", justify="right")
+    table.add_column("status")
+    for row in rows:
+        overrides = split_overrides(row.overrides)
+        status = row.status
+        if row.error:
+            error = row.error if len(row.error) <= MAX_ERROR else row.error[: MAX_ERROR - 1] + "…"
+            status += f": {error}"
+        cells = [row.label, *(overrides.get(k, "—") for k in keys)]
+        if metric:
+            value = row.metrics.get(metric)
+            cells += ["—" if value is None else f"{value:.4f}", _interval(row, metric)]
+        table.add_row(*(escape(c) for c in [*cells, status]))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 120))
+    console.print(table)
+    scored = [r for r in rows if r.ok and metric and r.metrics.get(metric) is not None]
+    if metric and scored:
+        best = max(scored, key=lambda r: r.metrics[metric])
+        console.print(
+            f"best {metric}: job {best.label} ({best.overrides or 'no overrides'}) "
+            f"{best.metrics[metric]:.4f} {_interval(best, metric)}",
+            soft_wrap=True,
+            markup=False,
+        )
+    console.print(f"compare the jobs: {compare}", soft_wrap=True, markup=False)
