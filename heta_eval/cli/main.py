@@ -54,8 +54,10 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     job = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
         from heta_eval.config.secrets import mask_override
+        from heta_eval.tracking.naming import evaluated_overrides
 
-        shown = " ".join(mask_override(o) for o in overrides) or "no overrides"
+        shown = " ".join(mask_override(o) for o in evaluated_overrides(overrides))
+        shown = shown or "no overrides"
         job = f"job #{hydra_cfg.job.num}: {shown}"
     print_summary(report, job)
     return report

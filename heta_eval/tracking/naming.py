@@ -67,10 +67,18 @@ def source_name() -> str:
     return main
 
 
-# Overrides that say where a run writes, not what it evaluates: never in its name.
-NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir")
+# Overrides that say where a run writes or how it shows progress, not what it evaluates:
+# never in its name (they stay in the tag `heta_eval.overrides`).
+NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir",
+                   "runner.state_dir", "runner.cache_dir", "runner.workspace_dir",
+                   "runner.progress", "runner.dry_run")  # fmt: skip
 NAMED_GROUPS = ("benchmark", "recipe")  # the run name starts with their names
 MAX_RUN_NAME = 60
+
+
+def evaluated_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides that change what is evaluated (not locations or progress display)."""
+    return [o for o in overrides if not o.lstrip("+~").startswith(NOT_IN_RUN_NAME)]
 
 
 def short_overrides(overrides: Sequence[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from heta_eval.tracking.naming import PRIMARY_MODE_TAG
 from heta_eval.tracking.sweep_summary import SweepRow, differing_overrides, split_overrides
 
 MAX_ERROR = 60  # characters of a failed job's error shown in its row
@@ -32,13 +33,17 @@ def print_sweep_end(
     keys = differing_overrides(rows)
     finished = sum(r.ok for r in rows)
     table = Table(
-        title=f"sweep: {len(rows)} job(s), {finished} finished, {len(rows) - finished} failed "
-        f"· parent run {parent_run_id}",
+        title=f"sweep: {len(rows)} job(s), {finished} finished, {len(rows) - finished} failed",
         title_justify="left",
     )
     table.add_column("job", justify="right")
     for key in keys:
         table.add_column(escape(key), overflow="fold")
+    # A mode-free metric is each run's primary mode's: name the mode when it differs.
+    modes = [row.tags.get(PRIMARY_MODE_TAG, "") for row in rows]
+    show_modes = bool(metric) and "." not in (metric or "") and len(set(modes)) > 1
+    if show_modes:
+        table.add_column("primary mode")
     if metric:
         table.add_column(metric, justify="right")
         table.add_column("CI", justify="right")
@@ -50,6 +55,8 @@ def print_sweep_end(
             error = row.error if len(row.error) <= MAX_ERROR else row.error[: MAX_ERROR - 1] + "…"
             status += f": {error}"
         cells = [row.label, *(overrides.get(k, "—") for k in keys)]
+        if show_modes:
+            cells.append(row.tags.get(PRIMARY_MODE_TAG) or "—")
         if metric:
             value = row.metrics.get(metric)
             cells += ["—" if value is None else f"{value:.4f}", _interval(row, metric)]
@@ -67,4 +74,5 @@ def print_sweep_end(
             soft_wrap=True,
             markup=False,
         )
+    console.print(f"parent run: {parent_run_id}", soft_wrap=True, markup=False)
     console.print(f"compare the jobs: {compare}", soft_wrap=True, markup=False)
