@@ -44,7 +44,7 @@ from heta_eval.tracking.runs_frame import (
     select_columns,
     write_frame,
 )
-from heta_eval.tracking.sweep import SWEEP_ID_FILE
+from heta_eval.tracking.sweep import SUMMARY_TABLE, SWEEP_ID_FILE
 from tests.conftest import user_env
 
 from .test_report_html import run_heta_eval
@@ -420,11 +420,26 @@ def test_the_sweep_parent_shows_best_score_means_with_their_own_ci(
         ), mean
     assert not [t for t in tags if t.startswith("best/")]
     assert tags["heta_eval.headline_metric"] == "ndcg_at_10"
+    note = tags["mlflow.note.content"]  # the run's description in the UI
+    assert note.startswith("heta_eval sweep of 4 job(s) (4 finished, 0 failed) over `recipe`")
+    assert re.search(r"Best `ndcg_at_10`: job #\d \(`recipe=.*`\) 0\.\d{4} \[0\.\d{3}", note)
     by_id = {r.info.run_id: r for r in children}
     assert (
         by_id[tags["heta_eval.best_run_id"]].data.metrics["ndcg_at_10"]
         == metrics["best/ndcg_at_10"]
     )
+    # What the viewer shows first tells the jobs apart: number, differing overrides, headline.
+    path = store["client"].download_artifacts(parent.info.run_id, SUMMARY_TABLE, str(tmp_path))
+    columns = json.loads(Path(path).read_text())["columns"]
+    assert columns[:7] == [
+        "job",
+        "recipe",
+        "runner_top_k",
+        "ndcg_at_10",
+        "ndcg_at_10_ci_low",
+        "ndcg_at_10_ci_high",
+        "status",
+    ]
     path = store["client"].download_artifacts(parent.info.run_id, "sweep_best.json", str(tmp_path))
     table = json.loads(Path(path).read_text())
     rows = {r[0]: dict(zip(table["columns"], r, strict=True)) for r in table["data"]}
@@ -473,6 +488,8 @@ def test_run_names_are_short_and_say_what_differs() -> None:
     # A key's last part only where it names one override.
     both = ["recipe.indexes.bm25.k1=1.2", "recipe.fusions.fusion.k1=60"]
     assert run_name("s", "r", both) == "s/r recipe.indexes.bm25.k1=1.2 recipe.fusions.fusion.k1=60"
+    # A sweep's job leads with its number, which MLflow's narrow name column keeps.
+    assert run_name("sample", "bm25", overrides, job=2) == "#2 sample/bm25 chunk_size=64 top_k=5"
     long = run_name("beir-scifact", "hybrid", [f"recipe.x{i}={'9' * 20}" for i in range(5)])
     assert len(long) == MAX_RUN_NAME and long.endswith("…")
 
@@ -485,6 +502,8 @@ def test_heta_eval_runs_fits_the_width_and_keeps_the_column_order(store: dict[st
     assert max(len(line) for line in lines) <= 120
     for run in _runs(store).values():
         assert len(run.info.run_name) <= 40 and run.info.run_name in shown.stdout
+        job = run.data.tags["heta_eval.sweep_job"]
+        assert run.info.run_name.startswith(f"#{job} sample/")
     header = next(line for line in lines if "run_name" in line)
     assert re.search(r"run_name .* status .* recipe\.name .* runner\.top_k .* ndcg_at_10", header)
     narrow = _runs_cli("--root", root, env={"COLUMNS": "80"})

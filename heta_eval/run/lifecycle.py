@@ -57,6 +57,7 @@ def evaluate(
     components: RunComponents | None = None,
     parent_run_id: str | None = None,
     sweep_id: str | None = None,
+    sweep_job: int | None = None,
 ) -> EvaluationReport:
     """Evaluate a recipe on a benchmark and return the `EvaluationReport`.
 
@@ -78,7 +79,7 @@ def evaluate(
             config = compose_config(overrides)
         components = assemble(config)
     shown = [mask_override(o) for o in overrides]  # they become tags and the run name
-    lifecycle = RunLifecycle(components, shown, parent_run_id, sweep_id)
+    lifecycle = RunLifecycle(components, shown, parent_run_id, sweep_id, sweep_job)
     return run_sync(lifecycle.run())
 
 
@@ -91,11 +92,13 @@ class RunLifecycle:
         overrides: Sequence[str] = (),
         parent_run_id: str | None = None,
         sweep_id: str | None = None,
+        sweep_job: int | None = None,
     ) -> None:
         self.components = components
         self.overrides = list(overrides)
         self.parent_run_id = parent_run_id
         self.sweep_id = sweep_id
+        self.sweep_job = sweep_job  # Hydra's job number in a sweep: in the run name and tags
         self.settings = components.settings
         self.tracker: Tracker = components.tracker
         self.worker: TrackerProcess | None = None
@@ -264,7 +267,9 @@ class RunLifecycle:
         from heta_eval.tracking.naming import run_name as short_name
 
         manifest = self.components.benchmark.manifest
-        run_name = short_name(manifest.name, self.components.recipe.name, self.overrides)
+        run_name = short_name(
+            manifest.name, self.components.recipe.name, self.overrides, self.sweep_job
+        )
         tags = {**self._tags(), **(extra_tags or {})}
         config = self.components.resolved
         if self.worker is not None:
@@ -298,6 +303,8 @@ class RunLifecycle:
         }
         if self.sweep_id:
             tags["heta_eval.sweep_id"] = self.sweep_id
+        if self.sweep_job is not None:
+            tags["heta_eval.sweep_job"] = str(self.sweep_job)
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit

@@ -99,10 +99,13 @@ def short_overrides(overrides: Sequence[str]) -> list[str]:
     ]
 
 
-def run_name(benchmark: str, recipe: str, overrides: Sequence[str]) -> str:
+def run_name(benchmark: str, recipe: str, overrides: Sequence[str], job: int | None = None) -> str:
     """A short MLflow run name: `sample/bm25 chunk_size=64 top_k=5`, at most MAX_RUN_NAME
-    characters (the overrides are all in the tag `heta_eval.overrides` and the params)."""
-    name = " ".join([f"{benchmark}/{recipe}", *short_overrides(overrides)])
+    characters (the overrides are all in the tag `heta_eval.overrides` and the params). A
+    sweep's job starts with its number, `#2 sample/bm25 …`: MLflow's runs table shows a
+    name's first 15 or so characters, which the number keeps apart."""
+    first = [f"#{job}"] if job is not None else []
+    name = " ".join([*first, f"{benchmark}/{recipe}", *short_overrides(overrides)])
     return name if len(name) <= MAX_RUN_NAME else name[: MAX_RUN_NAME - 1] + "…"
 
 

@@ -39,7 +39,13 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
-from heta_eval.tracking.sweep_report import compare_command, print_sweep_end
+from heta_eval.tracking.run_context import NOTE_TAG
+from heta_eval.tracking.sweep_report import (
+    SWEEP_NOTE_START,
+    compare_command,
+    print_sweep_end,
+    sweep_note,
+)
 from heta_eval.tracking.sweep_summary import (
     JOBS_DIR,
     SweepRow,
@@ -445,7 +451,8 @@ class MlflowSweepCallback(Callback):
         rows = job_rows(self._children(client, parent.info.experiment_id, run_id))
         merge_job_records(rows, read_job_records(self._sweep_dir))
 
-        self._log_table(client, run_id, SUMMARY_TABLE, summary_table(rows))
+        metric = headline(rows, self._optimized)
+        self._log_table(client, run_id, SUMMARY_TABLE, summary_table(rows, metric))
         best = best_scores(rows)
         if best:
             self._log_table(client, run_id, BEST_TABLE, best_table(best))
@@ -461,11 +468,13 @@ class MlflowSweepCallback(Callback):
         metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
         for i in range(0, len(metrics), METRICS_PER_BATCH):
             client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
-        metric = headline(rows, self._optimized)
         tags = {HEADLINE_METRIC_TAG: metric or ""}
         top = next((b for b in best if b.metric == metric), None)
         if top is not None:
             tags[BEST_RUN_TAG] = top.row.run_id
+        note = parent.data.tags.get(NOTE_TAG, "")
+        if not note or note.startswith(SWEEP_NOTE_START):  # never a description a user wrote
+            tags[NOTE_TAG] = sweep_note(rows, top)
         finished = [r for r in rows if r.ok]
         for key in FIXED_TAGS:
             values = {r.tags.get(key) for r in finished}

@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from heta_eval.tracking.naming import PRIMARY_MODE_TAG
-from heta_eval.tracking.sweep_summary import SweepRow, differing_overrides, split_overrides
+from heta_eval.tracking.sweep_summary import (
+    BestScore,
+    SweepRow,
+    differing_overrides,
+    split_overrides,
+)
 
 MAX_ERROR = 60  # characters of a failed job's error shown in its row
+SWEEP_NOTE_START = "heta_eval sweep of "
 
 
 def _interval(row: SweepRow, metric: str) -> str:
@@ -32,10 +38,8 @@ def print_sweep_end(
 
     keys = differing_overrides(rows)
     finished = sum(r.ok for r in rows)
-    table = Table(
-        title=f"sweep: {len(rows)} job(s), {finished} finished, {len(rows) - finished} failed",
-        title_justify="left",
-    )
+    title = f"sweep: {len(rows)} job(s), {finished} finished, {len(rows) - finished} failed"
+    table = Table()
     table.add_column("job", justify="right")
     for key in keys:
         table.add_column(escape(key), overflow="fold")
@@ -64,6 +68,7 @@ def print_sweep_end(
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 120))
+    console.print(title, markup=False)  # not the table's title: not padded to the width
     console.print(table)
     scored = [r for r in rows if r.ok and metric and r.metrics.get(metric) is not None]
     if metric and scored:
@@ -76,3 +81,25 @@ def print_sweep_end(
         )
     console.print(f"parent run: {parent_run_id}", soft_wrap=True, markup=False)
     console.print(f"compare the jobs: {compare}", soft_wrap=True, markup=False)
+
+
+def sweep_note(rows: Sequence[SweepRow], best: BestScore | None) -> str:
+    """The parent run's description (Markdown, the UI's *Description*): the jobs, what
+    differs between them, the best job on the headline score and where the tables are."""
+    finished = sum(r.ok for r in rows)
+    keys = differing_overrides(rows)
+    text = (
+        f"{SWEEP_NOTE_START}{len(rows)} job(s) ({finished} finished, {len(rows) - finished} "
+        f"failed) over {', '.join(f'`{k}`' for k in keys) or 'no overrides'}."
+    )
+    if best is not None:
+        low, high = best.ci_low, best.ci_high
+        interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+        text += (
+            f" Best `{best.metric}`: job {best.row.label} (`{best.row.overrides}`) "
+            f"{best.value:.4f}{interval}."
+        )
+    return (
+        text + " One row per job in `sweep_summary.json`, the best job of each score in "
+        "`sweep_best.json` (Artifacts); compare the jobs with `heta-eval-compare <this run id>`."
+    )

@@ -26,6 +26,7 @@ from heta_eval.tracking.naming import (
 
 JOBS_DIR = ".heta_eval_jobs"  # per-job records in the sweep directory
 OVERRIDES_TAG = "heta_eval.overrides"  # set on each child run by the CLI
+JOB_TAG = "heta_eval.sweep_job"  # Hydra's job number, set on each child run
 # Statistics logged beside each score mean (`<score>.<stat>`).
 SCORE_STATS = ("std", "ci_low", "ci_high", "scored", "skipped", "undetermined", "failed")
 
@@ -59,6 +60,10 @@ def _job_key(run: Any) -> str:
     return run.data.tags.get(OVERRIDES_TAG) or run.info.run_id
 
 
+def _job_number(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
+
+
 def job_rows(runs: Sequence[Any]) -> list[SweepRow]:
     """One row per job: its latest FINISHED run, or its latest run if none finished.
 
@@ -82,6 +87,7 @@ def job_rows(runs: Sequence[Any]) -> list[SweepRow]:
                 metrics=dict(run.data.metrics),
                 tags=dict(run.data.tags),
                 attempts=len(attempts),
+                job=_job_number(run.data.tags.get(JOB_TAG)),
             )
         )
     return sorted(rows, key=lambda r: (r.start_time, r.run_name))
@@ -172,18 +178,22 @@ def headline(rows: Sequence[SweepRow], optimized_metric: str | None = None) -> s
     return preferred if preferred in means else (means[0] if means else None)
 
 
-def summary_table(rows: Sequence[SweepRow]) -> dict[str, list[Any]]:
-    """Columns of `sweep_summary.json`: one row per job (its number, run, status, overrides,
-    the differing overrides as their own columns), then every metric, score means first."""
+def summary_table(rows: Sequence[SweepRow], metric: str | None = None) -> dict[str, list[Any]]:
+    """Columns of `sweep_summary.json`: one row per job: its number, the overrides that
+    differ (each its own column), the headline `metric` with its CI, status and run, then
+    every metric, score means first (what MLflow's viewer shows first is what tells the jobs
+    apart)."""
     keys = differing_overrides(rows)
     parsed = [split_overrides(r.overrides) for r in rows]
     means = {m for r in rows for m in score_means(r)}
     metrics = sorted({m for r in rows for m in r.metrics}, key=lambda m: (m not in means, m))
+    headline = [metric, f"{metric}.ci_low", f"{metric}.ci_high"] if metric else []
     columns: dict[str, list[Any]] = {
         "job": [r.job for r in rows],
-        "run_name": [r.run_name for r in rows],
-        "status": [r.status for r in rows],
         **{key: [p.get(key) for p in parsed] for key in keys},
+        **{m: [r.metrics.get(m) for r in rows] for m in headline},
+        "status": [r.status for r in rows],
+        "run_name": [r.run_name for r in rows],
         "overrides": [r.overrides for r in rows],
         "run_id": [r.run_id for r in rows],
         "attempts": [r.attempts for r in rows],
