@@ -16,6 +16,12 @@ MAX_ERROR = 60  # characters of a failed job's error shown in its row
 SWEEP_NOTE_START = "heta_eval sweep of "
 
 
+def _what_differs(row: SweepRow, keys: Sequence[str]) -> str:
+    """`recipe=bm25 recipe.chunk_size=64`: the row's values of the overrides that differ."""
+    overrides = split_overrides(row.overrides)
+    return " ".join(f"{k}={overrides[k]}" for k in keys if k in overrides) or "no overrides"
+
+
 def _interval(row: SweepRow, metric: str) -> str:
     low, high = row.metrics.get(f"{metric}.ci_low"), row.metrics.get(f"{metric}.ci_high")
     return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
@@ -74,7 +80,7 @@ def print_sweep_end(
     if metric and scored:
         best = max(scored, key=lambda r: r.metrics[metric])
         console.print(
-            f"best {metric}: job {best.label} ({best.overrides or 'no overrides'}) "
+            f"best {metric}: job {best.label} ({_what_differs(best, keys)}) "
             f"{best.metrics[metric]:.4f} {_interval(best, metric)}",
             soft_wrap=True,
             markup=False,
@@ -96,7 +102,7 @@ def sweep_note(rows: Sequence[SweepRow], best: BestScore | None) -> str:
         low, high = best.ci_low, best.ci_high
         interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
         text += (
-            f" Best `{best.metric}`: job {best.row.label} (`{best.row.overrides}`) "
+            f" Best `{best.metric}`: job {best.row.label} (`{_what_differs(best.row, keys)}`) "
             f"{best.value:.4f}{interval}."
         )
     return (
