@@ -367,8 +367,8 @@ def test_a_sweep_parent_run_expands_to_its_children_and_gets_the_outputs(
     numbers = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     assert [r["run_id"] for r in numbers["runs"]] == [r.info.run_id for r in children]
     assert [r["label"] for r in numbers["runs"]] == [
-        "sample/bm25 recipe.chunk_size=16",
-        "sample/bm25 recipe.chunk_size=32",
+        "#0 sample/bm25 chunk_size=16",
+        "#1 sample/bm25 chunk_size=32",
     ]
     assert numbers["cases"] == 48 and "bm25.evidence_recall@1" in numbers["metrics"]
     assert f"logged to MLflow sweep run {parent.info.run_id}" in proc.stdout
