@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import signal
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -39,46 +38,26 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
-from heta_eval.tracking.run_context import NOTE_TAG
-from heta_eval.tracking.sweep_report import (
-    SWEEP_NOTE_START,
-    compare_command,
-    print_sweep_end,
-    sweep_note,
-)
-from heta_eval.tracking.sweep_summary import (
-    JOBS_DIR,
-    SweepRow,
-    best_scores,
-    best_table,
-    headline,
-    job_rows,
-    merge_job_records,
-    read_job_records,
-    summary_table,
-)
+from heta_eval.tracking.sweep_end import BEST_RUN_TAG as BEST_RUN_TAG
+from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
+from heta_eval.tracking.sweep_end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
+from heta_eval.tracking.sweep_end import PARENT_TAG as PARENT_TAG
+from heta_eval.tracking.sweep_end import SUMMARY_TABLE as SUMMARY_TABLE
+from heta_eval.tracking.sweep_end import SweepRow, child_runs, summarise_sweep
+from heta_eval.tracking.sweep_summary import JOBS_DIR
 
 log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = ".mlflow_parent_run_id"
 SWEEP_ID_FILE = ".heta_eval_sweep_id"
-SUMMARY_TABLE = "sweep_summary.json"
-BEST_TABLE = "sweep_best.json"
-BEST_RUN_TAG = "heta_eval.best_run_id"  # the best job's run on the sweep's headline score
-HEADLINE_METRIC_TAG = "heta_eval.headline_metric"
-# Sweeper outputs logged to the parent when present (Optuna's best trial, the sweep config).
-SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
 
 KIND_TAG = "heta_eval.kind"
 SWEEP_KIND = "sweep"
 SWEEP_ID_TAG = "heta_eval.sweep_id"
-PARENT_TAG = "mlflow.parentRunId"
-FIXED_TAGS = ("benchmark.name", "recipe.name")  # tagged on the parent when one value for all
 # Launchers whose jobs are processes of the launching one (they end when it ends): at exit,
 # their child runs still RUNNING are ended KILLED. SLURM jobs outlive the launcher.
 LOCAL_LAUNCHERS = frozenset({"basic", "joblib", "local_parallel", "submitit_local"})
 TAGS_PER_BATCH = 100  # MLflow's per-request limits
-METRICS_PER_BATCH = 1000
 
 
 def parent_run_id(sweep_dir: str | Path) -> str | None:
@@ -441,93 +420,13 @@ class MlflowSweepCallback(Callback):
                 client.set_terminated(child.info.run_id, status="KILLED")
 
     def _summarise(self) -> list[SweepRow]:
-        """Log the summary tables, best/* metrics and tags to the parent, print the jobs'
-        table; return the rows."""
-        from mlflow.entities import Metric
-
-        client, run_id = self._tracker.client, self._tracker.run_id
+        """Log the sweep's summary to the parent and print its jobs' table (`sweep_end`)."""
         assert self._sweep_dir is not None
-        parent = client.get_run(run_id)
-        rows = job_rows(self._children(client, parent.info.experiment_id, run_id))
-        merge_job_records(rows, read_job_records(self._sweep_dir))
-
-        metric = headline(rows, self._optimized)
-        self._log_table(client, run_id, SUMMARY_TABLE, summary_table(rows, metric))
-        best = best_scores(rows)
-        if best:
-            self._log_table(client, run_id, BEST_TABLE, best_table(best))
-        stamp = _now_ms()
-        metrics = []
-        for score in best:
-            metrics.append(Metric(f"best/{score.metric}", score.value, stamp, 0))
-            for stat in ("ci_low", "ci_high"):
-                bound = getattr(score, stat)
-                if bound is not None:
-                    metrics.append(Metric(f"best/{score.metric}.{stat}", bound, stamp, 0))
-        metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
-        metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
-        for i in range(0, len(metrics), METRICS_PER_BATCH):
-            client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
-        tags = {HEADLINE_METRIC_TAG: metric or ""}
-        top = next((b for b in best if b.metric == metric), None)
-        if top is not None:
-            tags[BEST_RUN_TAG] = top.row.run_id
-        note = parent.data.tags.get(NOTE_TAG, "")
-        if not note or note.startswith(SWEEP_NOTE_START):  # never a description a user wrote
-            tags[NOTE_TAG] = sweep_note(rows, top)
-        finished = [r for r in rows if r.ok]
-        for key in FIXED_TAGS:
-            values = {r.tags.get(key) for r in finished}
-            if len(values) == 1 and None not in values:
-                tags[key] = values.pop()  # type: ignore[assignment]
-        self._set_tags(client, run_id, tags)
-        for name in SWEEP_FILES:
-            if (self._sweep_dir / name).is_file():
-                client.log_artifact(run_id, str(self._sweep_dir / name))
-        log.info(
-            "sweep %s: %d job(s) finished, %d failed",
-            run_id,
-            len(finished),
-            len(rows) - len(finished),
-        )
-        try:
-            from heta_eval.tracking.mlflow_tracker import default_tracking_uri
-
-            default = default_tracking_uri(Path.cwd() / "outputs")
-            command = compare_command(run_id, self._tracker.uri, default)
-            print_sweep_end(rows, metric, run_id, command)
-        except Exception as exc:  # the summary is logged; a console problem must not undo it
-            log.warning("could not print the sweep's table: %s", exc)
-        return rows
+        return summarise_sweep(self._tracker, self._sweep_dir, self._optimized)
 
     @staticmethod
     def _children(client: Any, experiment_id: str, run_id: str) -> list[Any]:
-        runs: list[Any] = []
-        token = None
-        while True:
-            page = client.search_runs(
-                [experiment_id],
-                filter_string=f"tags.`{PARENT_TAG}` = '{run_id}'",
-                page_token=token,
-            )
-            runs.extend(page)
-            token = page.token
-            if not token:
-                return runs
-
-    @staticmethod
-    def _log_table(client: Any, run_id: str, name: str, columns: dict[str, list[Any]]) -> None:
-        """Log (or, on a resumed parent, replace) the table artifact `name`."""
-        if not any(a.path == name for a in client.list_artifacts(run_id)):
-            client.log_table(run_id, data=columns, artifact_file=name)
-            return
-        # log_table appends to an existing table; a rerun's summary replaces the old one.
-        import pandas as pd
-
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / name
-            pd.DataFrame(columns).to_json(path, orient="split", index=False, date_format="iso")
-            client.log_artifact(run_id, str(path))
+        return child_runs(client, experiment_id, run_id)
 
 
 def _now_ms() -> int:
