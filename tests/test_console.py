@@ -21,7 +21,7 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
         assert column in header
     row = next(line for line in out.splitlines() if "evidence_recall@5" in line)
     assert re.search(r"bm25 .* 0\.\d{4} .* \[0\.\d{3}, 1\.000\] .* 48 .* 0 .* 0", row)
-    assert "1 knowledge base(s): 1 built in " in out
+    assert re.search(r"1 knowledge base\(s\): 1 built in \d+\.\d\d s\n", out)
     assert (
         "cache (readwrite): knowledge bases 0 hit(s), 1 miss(es), 1 written"
         " · responses 0 hit(s), 48 miss(es)" in out
@@ -38,7 +38,15 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
 
     again = run_cli("runner.progress=off", "runner.resume=false", "tracking=none")
     assert again.returncode == 0, again.stderr
-    assert "1 knowledge base(s): 0 built in 0.00s, 1 loaded from the build cache" in again.stdout
+    # Loaded, not built: the build cache's load time, never "built in" (here, in report.html).
+    loaded = re.search(
+        r"1 knowledge base\(s\): 1 loaded from the build cache in \d+\.\d\d s\n", again.stdout
+    )
+    assert loaded, again.stdout
+    again_dir = Path(next(x for x in again.stdout.splitlines() if x.startswith("report: "))[8:])
+    html = again_dir.with_name("report.html").read_text(encoding="utf-8")
+    header = re.search(r"<h2>Knowledge bases \(([^<]*)\)</h2>", html)
+    assert header and re.fullmatch(r"1: 1 loaded from the build cache in \d+\.\d\d s", header[1])
     assert (
         "cache (readwrite): knowledge bases 1 hit(s), 0 miss(es), 0 written"
         " · responses 48 hit(s), 0 miss(es)" in again.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,10 @@ import pytest
 from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
+from heta_eval.tracking.naming import table_column
 from heta_eval.tracking.sweep import (
+    BEST_RUN_TAG,
+    BEST_TABLE,
     PARENT_RUN_FILE,
     SUMMARY_TABLE,
     SWEEP_ID_FILE,
@@ -31,10 +35,12 @@ from heta_eval.tracking.sweep import (
 from heta_eval.tracking.sweep_summary import (
     JOBS_DIR,
     SweepRow,
-    best_metrics,
+    best_scores,
+    differing_overrides,
+    headline,
     job_rows,
-    lower_is_better,
     merge_job_records,
+    score_means,
 )
 
 from .conftest import CliRunner, job_logs, user_env
@@ -62,8 +68,10 @@ def _runs(root: Path) -> tuple[list[Any], list[Any]]:
     return parents, children
 
 
-def _summary(root: Path, run_id: str, dest: Path) -> list[dict[str, Any]]:
-    path = _client(root).download_artifacts(run_id, SUMMARY_TABLE, str(dest))
+def _summary(
+    root: Path, run_id: str, dest: Path, name: str = SUMMARY_TABLE
+) -> list[dict[str, Any]]:
+    path = _client(root).download_artifacts(run_id, name, str(dest))
     table = json.loads(Path(path).read_text())
     return [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
 
@@ -104,24 +112,40 @@ def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
     assert (sweep_dir / SWEEP_ID_FILE).read_text() == sid
     assert (sweep_dir / PARENT_RUN_FILE).read_text() == parent.info.run_id
 
-    # best/<metric>: the highest score, the lowest duration, and the run that reached it.
+    # best/<score>: the highest mean, with that run's CI bounds beside it; the runs that
+    # reached them in sweep_best.json, not in a tag each.
     by_id = {r.info.run_id: r for r in children}
     recall = "bm25.evidence_recall_at_1"
     assert metrics[f"best/{recall}"] == max(r.data.metrics[recall] for r in children)
-    winner = by_id[tags[f"best/{recall}/run_id"]]
+    best_rows = {
+        row["metric"]: row for row in _summary(root, parent.info.run_id, tmp_path / "b", BEST_TABLE)
+    }
+    winner = by_id[best_rows[recall]["run_id"]]
     assert winner.data.metrics[recall] == metrics[f"best/{recall}"]
-    latency = "bm25.latency_p50_seconds"
-    assert metrics[f"best/{latency}"] == min(r.data.metrics[latency] for r in children)
+    assert best_rows[recall]["best"] == pytest.approx(metrics[f"best/{recall}"])
+    for bound in ("ci_low", "ci_high"):
+        assert metrics[f"best/{recall}.{bound}"] == winner.data.metrics[f"{recall}.{bound}"]
+        assert best_rows[recall][bound] == pytest.approx(winner.data.metrics[f"{recall}.{bound}"])
+    assert best_rows[recall]["job"] in {0, 1, 2, 3}
+    assert not [t for t in tags if t.startswith("best/")]
+    headline_winner = by_id[tags[BEST_RUN_TAG]]
+    assert tags["heta_eval.headline_metric"] == "ndcg_at_10"
+    assert headline_winner.data.metrics["ndcg_at_10"] == metrics["best/ndcg_at_10"]
     assert metrics["sweep.jobs_finished"] == 4 and metrics["sweep.jobs_failed"] == 0
 
     rows = _summary(root, parent.info.run_id, tmp_path / "dl")
     assert sorted(row["run_id"] for row in rows) == sorted(by_id)
+    assert sorted(row["job"] for row in rows) == [0, 1, 2, 3]
     for row in rows:
         child = by_id[row["run_id"]]
         assert row["status"] == "FINISHED" and row["run_name"] == child.info.run_name
         assert row["overrides"] == child.data.tags["heta_eval.overrides"]
-        assert row[recall] == pytest.approx(child.data.metrics[recall])
-        assert set(child.data.metrics) <= set(row)
+        assert str(row[table_column("recipe.chunk_size")]) == child.data.params["recipe.chunk_size"]
+        assert row[table_column(recall)] == pytest.approx(child.data.metrics[recall])
+        assert {table_column(m) for m in child.data.metrics} <= set(row)
+    # The sweep ends with a table of its jobs and the command that compares them.
+    assert "sweep: 4 job(s), 4 finished, 0 failed" in proc.stdout
+    assert f"compare the jobs: heta-eval-compare {parent.info.run_id}" in proc.stdout
 
 
 def test_a_failing_job_ends_the_parent_failed_with_a_summary_of_what_finished(
@@ -147,7 +171,11 @@ def test_a_failing_job_ends_the_parent_failed_with_a_summary_of_what_finished(
     assert parent.data.metrics["sweep.jobs_failed"] == 1
     recall = "bm25.evidence_recall_at_1"
     assert parent.data.metrics[f"best/{recall}"] == child.data.metrics[recall]
-    assert parent.data.tags[f"best/{recall}/run_id"] == child.info.run_id
+    assert parent.data.tags[BEST_RUN_TAG] == child.info.run_id
+    # The jobs' table says which job failed, and why.
+    job_table = proc.stdout[proc.stdout.index("sweep: 2 job(s), 1 finished, 1 failed") :]
+    assert re.search(r"#0 .*missing\.jsonl.*FAILED: BenchmarkDataError", job_table)
+    assert re.search(r"#1 .*a\.jsonl.* 0\.\d{4} .*FINISHED", job_table)
 
     rows = {row["status"]: row for row in _summary(root, parent.info.run_id, tmp_path / "dl")}
     assert set(rows) == {"FINISHED", "FAILED"}
@@ -250,17 +278,41 @@ def test_sweep_id_is_stable_and_order_free() -> None:
     assert a != sweep_id(["recipe.chunk_size=16,32", "runner.top_k=5"], "other")
 
 
-def test_best_is_max_except_durations_and_latencies() -> None:
-    for name in ("kb.build_seconds", "kb.build_seconds_total", "bm25.latency_p95_seconds"):
-        assert lower_is_better(name)
-    assert lower_is_better("cases.failed") and lower_is_better("bm25.ndcg_at_10.failed")
-    assert not lower_is_better("bm25.ndcg_at_10") and not lower_is_better("kb.chunks")
+def test_best_is_only_for_score_means_with_their_own_ci() -> None:
+    def row(run_id: str, status: str, job: int, ndcg: float, low: float) -> SweepRow:
+        metrics = {
+            "bm25.ndcg_at_10": ndcg,
+            "ndcg_at_10": ndcg,
+            "ndcg_at_10.ci_low": low,
+            "ndcg_at_10.ci_high": 1.0,
+            **{f"bm25.ndcg_at_10.{stat}": 1.0 for stat in ("std", "ci_low", "ci_high")},
+            "bm25.ndcg_at_10.scored": 48,
+            "bm25.ndcg_at_10.skipped": 2,
+            "bm25.latency_p50_seconds": 0.01 * job,
+            "latency_p50_seconds": 0.01 * job,
+            "slice/difficulty/easy/bm25.ndcg_at_10": 1.0,
+            "kb.chunks": 100.0 * job,
+            "cache.response_misses": 48.0,
+            "cases.failed": 0.0,
+        }
+        tags = {"heta_eval.primary_query_mode": "bm25"}
+        return SweepRow(run_id, run_id, status, f"x={job}", metrics=metrics, tags=tags, job=job)
+
     rows = [
-        SweepRow("r1", "a", "FINISHED", "x=1", metrics={"m": 0.5, "kb.build_seconds": 2.0}),
-        SweepRow("r2", "b", "FINISHED", "x=2", metrics={"m": 0.7, "kb.build_seconds": 3.0}),
-        SweepRow("r3", "c", "FAILED", "x=3", metrics={"m": 0.9, "kb.build_seconds": 1.0}),
+        row("r0", "FINISHED", 0, 0.5, 0.2),
+        row("r1", "FINISHED", 1, 0.7, 0.6),
+        row("r2", "FINISHED", 2, 0.7, 0.1),  # a tie: the earlier job wins
+        row("r3", "FAILED", 3, 0.9, 0.8),  # not finished: never best
     ]
-    assert best_metrics(rows) == {"m": (0.7, "r2"), "kb.build_seconds": (2.0, "r1")}
+    assert score_means(rows[0]) == ["ndcg_at_10", "bm25.ndcg_at_10"]
+    best = {b.metric: b for b in best_scores(rows)}
+    assert set(best) == {"ndcg_at_10", "bm25.ndcg_at_10"}
+    assert (best["ndcg_at_10"].value, best["ndcg_at_10"].row.run_id) == (0.7, "r1")
+    # Its own run's bounds, not the largest ci_low of any run (r3's 0.8, r0's 0.2).
+    assert (best["ndcg_at_10"].ci_low, best["ndcg_at_10"].ci_high) == (0.6, 1.0)
+    assert headline(rows) == "ndcg_at_10"  # nDCG@10 where there is one
+    assert headline(rows, "bm25.ndcg@10") == "bm25.ndcg_at_10"  # the search's objective
+    assert differing_overrides(rows) == ["x"]
 
 
 def _run(run_id: str, status: str, overrides: str, start: int) -> SimpleNamespace:
@@ -287,7 +339,7 @@ def test_a_rerun_job_counts_once_by_its_latest_finished_run() -> None:
     ]
 
 
-def test_failed_jobs_without_a_run_get_a_row() -> None:
+def test_failed_jobs_without_a_run_get_a_row_and_rows_their_job_numbers() -> None:
     rows = [SweepRow("r1", "a", "FINISHED", "x=1"), SweepRow("r2", "b", "FAILED", "x=2")]
     merge_job_records(
         rows,
@@ -297,11 +349,12 @@ def test_failed_jobs_without_a_run_get_a_row() -> None:
             {"num": 2, "status": "FAILED", "overrides": ["x=3"], "error": "E: three"},
         ],
     )
-    assert [(r.run_id, r.status, r.error) for r in rows] == [
-        ("r1", "FINISHED", None),
-        ("r2", "FAILED", "E: two"),
-        ("", "FAILED", "E: three"),
+    assert [(r.job, r.run_id, r.status, r.error) for r in rows] == [
+        (0, "r1", "FINISHED", None),
+        (1, "r2", "FAILED", "E: two"),
+        (2, "", "FAILED", "E: three"),
     ]
+    assert [r.label for r in rows] == ["#0", "#1", "#2"]
 
 
 def test_the_callback_ships_to_workers_without_its_client() -> None:

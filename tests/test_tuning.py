@@ -25,6 +25,7 @@ from heta_eval.run.tuning import (
     typed_params,
 )
 from heta_eval.tracking.sweep import SUMMARY_TABLE
+from heta_eval.tracking.sweep_end import BEST_RUN_TAG
 
 from .conftest import CliRunner, job_logs
 
@@ -80,7 +81,13 @@ def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
     k1 = float(test.data.params["recipe.indexes.bm25.k1"])
     assert k1 == pytest.approx(best["recipe.indexes.bm25.k1"])
     metric = "bm25.evidence_recall_at_1"
-    assert results["best_value"] == pytest.approx(max(r.data.metrics[metric] for r in trials))
+    best_value = max(r.data.metrics[metric] for r in trials)
+    assert results["best_value"] == pytest.approx(best_value)
+    # The search's objective is the sweep's headline: its best trial is the one tagged.
+    assert parent.data.metrics[f"best/{metric}"] == pytest.approx(best_value)
+    assert parent.data.tags["heta_eval.headline_metric"] == metric
+    winners = {r.info.run_id for r in trials if r.data.metrics[metric] == best_value}
+    assert parent.data.tags[BEST_RUN_TAG] in winners
     test_score = test_report.score_details[RECALL]
     assert results["test"]["value"] == pytest.approx(test_score.mean)
     assert results["test"]["cases"] == 24 and results["tuning"]["cases"] == 24

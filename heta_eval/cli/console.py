@@ -5,17 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from heta_eval.records import EvaluationReport
+from heta_eval.reporting.data import knowledge_base_counts
 
 
-def summary_table(report: EvaluationReport) -> Table:
-    """One row per (query mode, metric): mean, confidence interval, and case counts."""
-    table = Table(
-        title=f"{report.benchmark.key} · recipe {report.recipe_manifest.get('name', '?')}",
-        title_justify="left",
-    )
+def summary_table(report: EvaluationReport, job: str | None = None) -> Table:
+    """One row per (query mode, metric): mean, confidence interval, and case counts; the
+    title names the benchmark and recipe, and `job` (a sweep's `job #2: recipe=bm25 …`)."""
+    title = f"{report.benchmark.key} · recipe {report.recipe_manifest.get('name', '?')}"
+    table = Table(title=f"{escape(job)}\n{title}" if job else title, title_justify="left")
     details = report.score_details
     level = next(iter(details.values())).confidence if details else 0.95
     columns = ("query mode", "metric", "mean", f"{level:.0%} CI", "scored", "skipped", "failed")
@@ -67,14 +68,21 @@ def reuse_line(report: EvaluationReport) -> str | None:
     )
 
 
-def print_summary(report: EvaluationReport) -> None:
-    """Print the summary table, where the report is, and how to see the tracked run."""
+def knowledge_base_line(report: EvaluationReport) -> str:
+    """`2 knowledge base(s): 1 built in 3.10 s, 1 loaded from the build cache in 0.01 s`."""
+    kbs = report.knowledge_base_manifests
+    return f"{len(kbs)} knowledge base(s): {knowledge_base_counts(kbs)}"
+
+
+def print_summary(report: EvaluationReport, job: str | None = None) -> None:
+    """Print the summary table (headed by `job` in a sweep), where the report is, and how to
+    see the tracked run."""
     run_dir = report.run.output_dir or "."
     console = Console()
     if not console.is_terminal:
         # Logs and CI have no terminal width; don't squeeze metric names into 80 columns.
         console = Console(width=max(console.width, 120))
-    console.print(summary_table(report))
+    console.print(summary_table(report, job))
     evaluated = len(report.case_results)
     failed = len(report.failed_cases)
     reused = reuse_line(report)
@@ -83,15 +91,7 @@ def print_summary(report: EvaluationReport) -> None:
         console.print(f"{evaluated} case results ({failed} failed) · nothing evaluated now")
         console.print(reused, soft_wrap=True)
     else:
-        kbs = report.knowledge_base_manifests
-        built = [kb for kb in kbs if kb.cache_status != "hit"]
-        build = sum(kb.build_seconds for kb in built)
-        hits = len(kbs) - len(built)
-        loaded = f", {hits} loaded from the build cache" if hits else ""
-        console.print(
-            f"{evaluated} case results ({failed} failed) · "
-            f"{len(kbs)} knowledge base(s): {len(built)} built in {build:.2f}s{loaded}"
-        )
+        console.print(f"{evaluated} case results ({failed} failed) · {knowledge_base_line(report)}")
         if report.run.resumed_cases:
             console.print(
                 f"{report.run.resumed_cases} case results taken from the journal of an "

@@ -43,15 +43,28 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         dry_run(components)
         return None
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    parent = sweep_id = None
+    parent = sweep_id = job_num = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
         parent = parent_run_id(hydra_cfg.sweep.dir)
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
+        job_num = int(hydra_cfg.job.num)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
     report = evaluate(
-        components=components, overrides=overrides, parent_run_id=parent, sweep_id=sweep_id
+        components=components,
+        overrides=overrides,
+        parent_run_id=parent,
+        sweep_id=sweep_id,
+        sweep_job=job_num,
     )
-    print_summary(report)
+    job = None
+    if job_num is not None:
+        from heta_eval.config.secrets import mask_override
+        from heta_eval.tracking.naming import evaluated_overrides
+
+        shown = " ".join(mask_override(o) for o in evaluated_overrides(overrides))
+        shown = shown or "no overrides"
+        job = f"job #{job_num}: {shown}"
+    print_summary(report, job)
     return report
 
 

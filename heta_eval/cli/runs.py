@@ -11,17 +11,19 @@ from heta_eval.tracking.runs_frame import (
     RunsError,
     default_columns,
     load_runs,
-    print_frame,
     select_columns,
     write_frame,
 )
+from heta_eval.tracking.runs_table import print_runs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`heta-eval-runs`: print (or write) the runs of an experiment or sweep as a table."""
     parser = argparse.ArgumentParser(
         prog="heta-eval-runs",
-        description="The runs of an MLflow experiment or of one sweep, one row per run.",
+        description="The runs of an MLflow experiment or of one sweep, one row per run: the "
+        "run name, status, the overrides that differ and the headline metrics, as wide as the "
+        "terminal (120 columns when piped); one table per benchmark.",
     )
     parser.add_argument("--experiment", default="heta_eval", help="MLflow experiment name")
     parser.add_argument("--sweep", help="a sweep id (tag heta_eval.sweep_id) or sweep directory")
@@ -33,7 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--output", "-o", type=Path, help="write all columns to .csv/.parquet/.json"
     )
     parser.add_argument(
-        "--columns", nargs="+", metavar="PATTERN", help="columns to print (shell patterns)"
+        "--columns",
+        nargs="+",
+        metavar="PATTERN",
+        help="columns to print, in this order (shell patterns, e.g. run_name 'ndcg_at_*')",
     )
     parser.add_argument(
         "--include-sweep-parents", action="store_true", help="also list sweep parent runs"
@@ -51,11 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = write_frame(frame, args.output)
             print(f"{len(frame)} runs, {len(frame.columns)} columns written to {path}")
             return 0
+        if args.columns:
+            print_runs(frame, select_columns(frame, args.columns), fit=False)
+        else:
+            print_runs(frame, default_columns(frame))
     except RunsError as exc:
         print(f"heta-eval-runs: {exc}", file=sys.stderr)
         return 2
-    columns = select_columns(frame, args.columns) if args.columns else default_columns(frame)
-    print_frame(frame, columns)
     return 0
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from heta_eval.records import EvaluationCaseResult, EvaluationReport
+from heta_eval.records import EvaluationCaseResult, EvaluationReport, KnowledgeBaseManifest
 
 WORST_CASES = 20  # rows of each worst-cases table, whatever the number of cases
 
@@ -137,3 +137,17 @@ def error_counts(report: EvaluationReport) -> list[tuple[str, str, int]]:
         (r.error.stage, r.error.error_type) for r in report.case_results if r.error is not None
     )
     return [(stage, kind, n) for (stage, kind), n in counts.most_common()]
+
+
+def knowledge_base_counts(manifests: Sequence[KnowledgeBaseManifest]) -> str:
+    """What happened to the knowledge bases: `1 built in 3.10 s, 2 loaded from the build cache
+    in 0.04 s` (a cached one was not built by this run: its load time, not its build time)."""
+    loaded = [kb for kb in manifests if kb.cache_status == "hit"]
+    built = [kb for kb in manifests if kb.cache_status != "hit"]
+    parts = []
+    if built or not manifests:
+        parts.append(f"{len(built)} built in {sum(kb.build_seconds for kb in built):.2f} s")
+    if loaded:
+        seconds = sum(kb.load_seconds or 0.0 for kb in loaded)
+        parts.append(f"{len(loaded)} loaded from the build cache in {seconds:.2f} s")
+    return ", ".join(parts)

@@ -241,9 +241,10 @@ def _knowledge_bases(report: EvaluationReport) -> str:
         if len(manifests) > MAX_UNITS
         else ""
     )
-    total = sum(kb.build_seconds for kb in manifests)
     return (
-        f'<section id="kb"><h2>Knowledge bases ({len(manifests)}, built in {total:.2f} s)</h2>'
+        f'<section id="kb"><h2>Knowledge bases ({len(manifests)}: '
+        f"{_e(data.knowledge_base_counts(manifests))})"
+        "</h2>"
         "<table><thead><tr><th>name</th><th>documents</th><th>chunks</th><th>build s</th>"
         f"<th>cache</th><th>document errors</th></tr></thead><tbody>{rows}</tbody></table>"
         f"{more}</section>"

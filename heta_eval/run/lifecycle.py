@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("heta_eval")
 
-# Overrides that say where things go, not what is evaluated; left out of run names.
-_NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir")
 REUSED_TAG = "heta_eval.reused_from.run_id"
 
 
@@ -59,6 +57,7 @@ def evaluate(
     components: RunComponents | None = None,
     parent_run_id: str | None = None,
     sweep_id: str | None = None,
+    sweep_job: int | None = None,
 ) -> EvaluationReport:
     """Evaluate a recipe on a benchmark and return the `EvaluationReport`.
 
@@ -80,7 +79,7 @@ def evaluate(
             config = compose_config(overrides)
         components = assemble(config)
     shown = [mask_override(o) for o in overrides]  # they become tags and the run name
-    lifecycle = RunLifecycle(components, shown, parent_run_id, sweep_id)
+    lifecycle = RunLifecycle(components, shown, parent_run_id, sweep_id, sweep_job)
     return run_sync(lifecycle.run())
 
 
@@ -93,11 +92,13 @@ class RunLifecycle:
         overrides: Sequence[str] = (),
         parent_run_id: str | None = None,
         sweep_id: str | None = None,
+        sweep_job: int | None = None,
     ) -> None:
         self.components = components
         self.overrides = list(overrides)
         self.parent_run_id = parent_run_id
         self.sweep_id = sweep_id
+        self.sweep_job = sweep_job  # Hydra's job number in a sweep: in the run name and tags
         self.settings = components.settings
         self.tracker: Tracker = components.tracker
         self.worker: TrackerProcess | None = None
@@ -263,11 +264,12 @@ class RunLifecycle:
     def _start_tracking(
         self, extra_tags: Mapping[str, str] | None = None, state_dir: Path | None = None
     ) -> None:
+        from heta_eval.tracking.naming import run_name as short_name
+
         manifest = self.components.benchmark.manifest
-        run_name = f"{manifest.name}/{self.components.recipe.name}"
-        shown = [o for o in self.overrides if not o.lstrip("+~").startswith(_NOT_IN_RUN_NAME)]
-        if shown:
-            run_name += " " + ",".join(shown)
+        run_name = short_name(
+            manifest.name, self.components.recipe.name, self.overrides, self.sweep_job
+        )
         tags = {**self._tags(), **(extra_tags or {})}
         config = self.components.resolved
         if self.worker is not None:
@@ -285,6 +287,7 @@ class RunLifecycle:
 
     def _tags(self) -> dict[str, str]:
         from heta_eval.code_identity import git_commit
+        from heta_eval.tracking.naming import source_name
 
         components = self.components
         manifest = components.benchmark.manifest
@@ -300,9 +303,13 @@ class RunLifecycle:
         }
         if self.sweep_id:
             tags["heta_eval.sweep_id"] = self.sweep_id
+        if self.sweep_job is not None:
+            tags["heta_eval.sweep_job"] = str(self.sweep_job)
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
+        # This process's program, not the tracker worker's (which adds the other source tags).
+        tags["mlflow.source.name"] = source_name()
         return tags
 
     def _with_where(self, report: EvaluationReport) -> EvaluationReport:

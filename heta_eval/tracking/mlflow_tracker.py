@@ -13,13 +13,16 @@ from typing import Any
 from heta_eval.records import EvaluationReport
 from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
 from heta_eval.tracking.naming import (
+    HEADLINE_TAG,
     PRIMARY_MODE_TAG,
     benchmark_dataset,
     flat_params,
+    headline_metric,
     headline_metrics,
     metric_name,
     run_params,
     slice_metric_name,
+    viewer_columns,
 )
 from heta_eval.tracking.outbox import LOCAL_PREFIX, Outbox, OutboxEntry
 
@@ -98,8 +101,9 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
 
 
 def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
-    """Per-case results as columns: ids, query, slice labels, one column per metric,
-    latency, error, the answer given and the top retrieved documents."""
+    """Per-case results as columns: ids, query, slice labels (`label_<name>`), one column per
+    metric, latency, error, the answer given and the top retrieved documents; every name one
+    that MLflow's table viewer shows (`naming.table_column`)."""
     metrics = list(report.run.evaluators)
     labels = sorted({k for r in report.case_results for k in r.labels})
     answers = any(r.answer is not None for r in report.case_results)
@@ -108,7 +112,7 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         "unit_id": [],
         "query_mode": [],
         "query": [],
-        **{f"label.{k}": [] for k in labels},
+        **{f"label_{k}": [] for k in labels},
         **{m: [] for m in metrics},
         "latency_seconds": [],
         "error": [],
@@ -121,7 +125,7 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         columns["query_mode"].append(result.query_mode)
         columns["query"].append(result.query)
         for k in labels:
-            columns[f"label.{k}"].append(result.labels.get(k))
+            columns[f"label_{k}"].append(result.labels.get(k))
         for m in metrics:
             columns[m].append(result.score(m))
         columns["latency_seconds"].append(result.latency_seconds)
@@ -132,7 +136,7 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
             columns["answer"].append(result.answer)
         top = dict.fromkeys(item.document_id for item in result.retrieved)
         columns["top_documents"].append(" ".join(list(top)[:TOP_DOCUMENTS]))
-    return columns
+    return viewer_columns(columns)
 
 
 class MlflowTracker:
@@ -246,7 +250,9 @@ class MlflowTracker:
     ) -> None:
         from mlflow.entities import Param
 
-        all_tags = dict(tags)
+        from heta_eval.tracking.run_context import benchmark_of, context_tags, describe_experiment
+
+        all_tags = context_tags(tags)  # as mlflow.start_run would: user, source, git
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         flat = flat_params(config)
@@ -256,6 +262,9 @@ class MlflowTracker:
                 self.experiment_id(), run_name=self.run_name or run_name, tags=all_tags
             )
             self.run_id = run.info.run_id
+            benchmark = benchmark_of(all_tags)
+            if benchmark:
+                describe_experiment(self.client, self.experiment_id(), benchmark)
             params = [Param(k, v) for k, v in flat.items()]
             self._rejected += log_leniently(self.client, self.run_id, params=params)
             self._report_rejected()
@@ -302,7 +311,10 @@ class MlflowTracker:
         stamp = int(report.finished_at.timestamp() * 1000)
         metrics = [Metric(k, float(v), stamp, step) for k, v, step in report_metrics(report)]
         params = run_params(report)
-        tags = {PRIMARY_MODE_TAG: report.primary_query_mode or ""}
+        tags = {
+            PRIMARY_MODE_TAG: report.primary_query_mode or "",
+            HEADLINE_TAG: headline_metric(report) or "",
+        }
         if self._entry is None:
             try:
                 self._rejected += log_leniently(

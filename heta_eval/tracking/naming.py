@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import statistics
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from heta_eval.config.secrets import mask_secrets
@@ -70,6 +72,89 @@ def key_problem(key: str) -> str | None:
     return None
 
 
+def table_column(name: str, taken: Mapping[str, object] | None = None) -> str:
+    """A column name MLflow's table viewer shows: `label.difficulty` becomes `label_difficulty`.
+
+    The viewer (MLflow 3.17, TanStack Table) reads a column name with a dot as a nested path
+    (`row["label"]["difficulty"]`) in rows that are flat, so such a column shows blank. A
+    dot becomes `_`; if that name is `taken` already, `__`, then a numeric suffix.
+    """
+    candidates = [name.replace(".", "_"), name.replace(".", "__")]
+    for candidate in candidates:
+        if taken is None or candidate not in taken:
+            return candidate
+    n = 2
+    while f"{candidates[0]}_{n}" in taken:
+        n += 1
+    return f"{candidates[0]}_{n}"
+
+
+def viewer_columns(columns: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    """The same table with every column renamed by `table_column` (order kept)."""
+    renamed: dict[str, list[Any]] = {}
+    for name, values in columns.items():
+        renamed[table_column(name, renamed)] = values
+    return renamed
+
+
+def viewer_renders(name: object) -> bool:
+    """Whether MLflow's table viewer shows the column `name` (a non-empty text without a dot)."""
+    return isinstance(name, str) and bool(name) and "." not in name
+
+
+def source_name() -> str:
+    """What `mlflow.source.name` says for runs this process starts, as MLflow's own context
+    would (the main file), except `python -m package`, named so rather than `__main__.py`."""
+    main = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if not main:
+        return "<console>"
+    if os.path.basename(main) == "__main__.py":
+        return f"python -m {os.path.basename(os.path.dirname(os.path.abspath(main)))}"
+    return main
+
+
+# Overrides that say where a run writes or how it shows progress, not what it evaluates:
+# never in its name (they stay in the tag `heta_eval.overrides`).
+NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runner.store_dir",
+                   "runner.state_dir", "runner.cache_dir", "runner.workspace_dir",
+                   "runner.progress", "runner.dry_run")  # fmt: skip
+NAMED_GROUPS = ("benchmark", "recipe")  # the run name starts with their names
+MAX_RUN_NAME = 60
+
+
+def evaluated_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides that change what is evaluated (not locations or progress display)."""
+    return [o for o in overrides if not o.lstrip("+~").startswith(NOT_IN_RUN_NAME)]
+
+
+def short_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides that say what a run evaluated, keys cut to their last part where that
+    stays unambiguous: `recipe.chunk_size=64` is `chunk_size=64`; `recipe=bm25` and
+    locations (`paths.root=...`) are left out."""
+    kept = []
+    for override in overrides:
+        key, _, value = override.partition("=")
+        key = key.lstrip("+~")
+        if key in NAMED_GROUPS or key.startswith(NOT_IN_RUN_NAME):
+            continue
+        kept.append((key, value))
+    last = [key.rsplit(".", 1)[-1] for key, _ in kept]
+    return [
+        f"{tail if last.count(tail) == 1 else key}={value}"
+        for (key, value), tail in zip(kept, last, strict=True)
+    ]
+
+
+def run_name(benchmark: str, recipe: str, overrides: Sequence[str], job: int | None = None) -> str:
+    """A short MLflow run name: `sample/bm25 chunk_size=64 top_k=5`, at most MAX_RUN_NAME
+    characters (the overrides are all in the tag `heta_eval.overrides` and the params). A
+    sweep's job starts with its number, `#2 sample/bm25 …`: MLflow's runs table shows a
+    name's first 15 or so characters, which the number keeps apart."""
+    first = [f"#{job}"] if job is not None else []
+    name = " ".join([*first, f"{benchmark}/{recipe}", *short_overrides(overrides)])
+    return name if len(name) <= MAX_RUN_NAME else name[: MAX_RUN_NAME - 1] + "…"
+
+
 def flatten(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """Yield (dotted key, leaf value) pairs of a nested mapping; lists stay whole."""
     for key, value in config.items():
@@ -97,6 +182,8 @@ def flat_params(config: Mapping[str, Any]) -> dict[str, str]:
 # -- what a run evaluated, named the same way for every recipe ------------------------------
 
 PRIMARY_MODE_TAG = "heta_eval.primary_query_mode"
+HEADLINE_TAG = "heta_eval.headline_metric"
+PREFERRED_HEADLINE = "ndcg@10"
 RUN_PARAM_PREFIX = "eval."
 HEADLINE_STATS = ("ci_low", "ci_high")
 
@@ -129,6 +216,18 @@ def headline_metrics(report: EvaluationReport) -> list[tuple[str, float]]:
         found.append(("latency_p50_seconds", _percentile(latencies, 50)))
         found.append(("latency_p95_seconds", _percentile(latencies, 95)))
     return found
+
+
+def headline_metric(report: EvaluationReport) -> str | None:
+    """The run's headline score, mode-free and MLflow-safe (`ndcg_at_10`): nDCG@10 when the
+    primary query mode has it, else the first of the run's evaluators that it has."""
+    mode = report.primary_query_mode
+    if mode is None:
+        return None
+    scored = [m for m in report.run.evaluators if f"{mode}.{m}" in report.score_summary]
+    if not scored:
+        return None
+    return metric_name(PREFERRED_HEADLINE if PREFERRED_HEADLINE in scored else scored[0])
 
 
 def _percentile(values: list[float], q: int) -> float:

@@ -1,7 +1,7 @@
 """Runs of an experiment or a sweep as one pandas DataFrame (one row per run), for notebooks.
 
-`load_runs()` reads MLflow directly; `heta-eval-runs` (or `python -m
-heta_eval.tracking.runs_frame`) prints the table or writes it to CSV, Parquet or JSON.
+`load_runs()` reads MLflow directly; `heta-eval-runs` prints the table (`runs_table`) or
+writes it to CSV, Parquet or JSON.
 
 Columns: `run_id`, `run_name`, `status`, `start_time`, `end_time`, `experiment_id`, then
 the tags as `tags.<key>` (tags repeat some param names, e.g. `recipe.name`, so they keep their
@@ -14,6 +14,7 @@ becomes numeric, and the value `null` (a config's None) becomes missing.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 from collections.abc import Sequence
@@ -182,14 +183,26 @@ def _empty_series() -> Any:
     return pd.Series([], dtype=object)
 
 
+def benchmark_column(frame: Any) -> str | None:
+    """The column naming each run's benchmark (`eval.benchmark`, else the tag), if any."""
+    for column in ("eval.benchmark", "params.eval.benchmark", "tags.benchmark.name"):
+        if column in frame.columns:
+            return column
+    return None
+
+
 def default_columns(frame: Any) -> list[str]:
-    """What `heta-eval-runs` prints by default: the run name (benchmark/recipe overrides),
-    status, up to MAX_VARYING params that differ between the runs (those the command lines
-    set first; locations and descriptions left out), the mode-free headline metrics and the
-    failed cases."""
+    """What `heta-eval-runs` prints by default: the run name, status, the params the runs'
+    command lines set that differ between the runs (`recipe=bm25` is `recipe.name`; when no
+    override differs, up to MAX_VARYING other params that do, locations and descriptions
+    left out), the headline score first, the other mode-free metrics, and the failed cases."""
     metrics = frame.attrs.get("metric_columns", [])
     params = frame.attrs.get("param_columns", [])
     headline = [c for c in metrics if "." not in c and "/" not in c]
+    tagged = frame.get("tags.heta_eval.headline_metric", _empty_series()).dropna()
+    if len(tagged):
+        first = tagged.mode().iloc[0]
+        headline = sorted(headline, key=lambda c: c != first)
     varying = [
         c
         for c in params
@@ -197,15 +210,31 @@ def default_columns(frame: Any) -> list[str]:
         and not c.endswith("description")
         and frame[c].astype(str).nunique(dropna=False) > 1
     ]
-    first = [c for c in _overridden(frame) if c in varying]
-    varying = first + [c for c in varying if c not in first]
-    wanted = ["run_name", "status", *varying[:MAX_VARYING], *headline, "cases.failed"]
+    overridden = [c for c in _overridden(frame) if c in varying]
+    shown = overridden or varying[:MAX_VARYING]
+    wanted = ["run_name", "status", *shown, *headline, "cases.failed"]
     return [c for c in wanted if c in frame.columns]
 
 
 def select_columns(frame: Any, patterns: Sequence[str]) -> list[str]:
-    """Columns matching any of the shell-style `patterns`, in the frame's order."""
-    return [c for c in frame.columns if any(fnmatch.fnmatchcase(c, p) for p in patterns)]
+    """Columns matching the shell-style `patterns`, in the order asked for (a pattern that
+    matches several columns gives them in the frame's order); a pattern that matches
+    nothing is an error naming it."""
+    chosen: dict[str, None] = {}
+    for pattern in patterns:
+        matched = [c for c in frame.columns if fnmatch.fnmatchcase(c, pattern)]
+        if not matched:
+            names = [str(c) for c in frame.columns]
+            near = difflib.get_close_matches(pattern, names, n=5, cutoff=0.7)
+            stem = pattern.strip("*?").lower()
+            near += [c for c in names if stem in c.lower() and c not in near][: 8 - len(near)]
+            hint = f"; similar: {', '.join(near)}" if near else ""
+            raise RunsError(
+                f"--columns {pattern!r} matches no column{hint} "
+                "(all columns: heta-eval-runs --output runs.csv)"
+            )
+        chosen.update(dict.fromkeys(matched))
+    return list(chosen)
 
 
 def write_frame(frame: Any, path: Path) -> Path:
@@ -221,44 +250,3 @@ def write_frame(frame: Any, path: Path) -> Path:
     else:
         raise RunsError(f"--output {path}: expected a .csv, .parquet or .json file")
     return path
-
-
-def _cell(value: Any, whole: bool) -> str:
-    import pandas as pd
-
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.0f}" if whole else f"{value:.4f}"
-    if isinstance(value, pd.Timestamp):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)
-
-
-def print_frame(frame: Any, columns: Sequence[str]) -> None:
-    """Print the chosen columns as a rich table, one row per run."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"{len(frame)} runs")
-    whole = {}
-    for column in columns:
-        values = frame[column].dropna()
-        numeric = frame[column].dtype.kind in "fiu"
-        # Counts (cases.failed) print as integers, scores always with 4 decimals.
-        whole[column] = numeric and bool(len(values)) and bool((values % 1 == 0).all())
-        whole[column] = whole[column] and not (values.between(0, 1).all() and values.max() < 2)
-        whole[column] = whole[column] or column.startswith("cases.")
-        table.add_column(
-            escape(column.removeprefix("tags.")),
-            justify="right" if numeric else "left",
-            overflow="fold",
-            no_wrap=column == "run_name",
-        )
-    for _, row in frame.iterrows():
-        table.add_row(*(escape(_cell(row[c], whole[c])) for c in columns))
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 200))  # a pipe or file: don't squeeze
-    console.print(table)

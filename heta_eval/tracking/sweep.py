@@ -5,8 +5,10 @@ process. `on_multirun_start` creates the store, the experiment and the parent ru
 job starts, and writes the parent's id into the sweep directory, where each job finds it
 (`parent_run_id`). The parent is identified across reruns by `heta_eval.sweep_id` (a hash of
 the config name and the command line's overrides): rerunning a sweep whose parent did not
-finish reuses that parent. `on_multirun_end` logs a summary of the children (the table
-`sweep_summary.json` and `best/<metric>` with the run that reached it) and ends the parent.
+finish reuses that parent. `on_multirun_end` logs a summary of the children (the tables
+`sweep_summary.json`, one row per job, and `sweep_best.json`, the best job of each score;
+`best/<score>` with that run's CI bounds), prints the jobs' table with the compare command,
+and ends the parent.
 
 Hydra does not call `on_multirun_end` when a job fails (the sweeper re-raises the job's
 exception after the launcher has run every job of the batch), so an `atexit` handler armed in
@@ -25,7 +27,6 @@ import json
 import logging
 import os
 import signal
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -37,34 +38,26 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.naming import metric_name, param_value
-from heta_eval.tracking.sweep_summary import (
-    JOBS_DIR,
-    SweepRow,
-    best_metrics,
-    job_rows,
-    merge_job_records,
-    read_job_records,
-    summary_table,
-)
+from heta_eval.tracking.sweep_end import BEST_RUN_TAG as BEST_RUN_TAG
+from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
+from heta_eval.tracking.sweep_end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
+from heta_eval.tracking.sweep_end import PARENT_TAG as PARENT_TAG
+from heta_eval.tracking.sweep_end import SUMMARY_TABLE as SUMMARY_TABLE
+from heta_eval.tracking.sweep_end import SweepRow, child_runs, summarise_sweep
+from heta_eval.tracking.sweep_summary import JOBS_DIR
 
 log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = ".mlflow_parent_run_id"
 SWEEP_ID_FILE = ".heta_eval_sweep_id"
-SUMMARY_TABLE = "sweep_summary.json"
-# Sweeper outputs logged to the parent when present (Optuna's best trial, the sweep config).
-SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
 
 KIND_TAG = "heta_eval.kind"
 SWEEP_KIND = "sweep"
 SWEEP_ID_TAG = "heta_eval.sweep_id"
-PARENT_TAG = "mlflow.parentRunId"
-FIXED_TAGS = ("benchmark.name", "recipe.name")  # tagged on the parent when one value for all
 # Launchers whose jobs are processes of the launching one (they end when it ends): at exit,
 # their child runs still RUNNING are ended KILLED. SLURM jobs outlive the launcher.
 LOCAL_LAUNCHERS = frozenset({"basic", "joblib", "local_parallel", "submitit_local"})
 TAGS_PER_BATCH = 100  # MLflow's per-request limits
-METRICS_PER_BATCH = 1000
 
 
 def parent_run_id(sweep_dir: str | Path) -> str | None:
@@ -164,6 +157,7 @@ class MlflowSweepCallback(Callback):
         self._signal_handlers: dict[int, Any] = {}
         self._launcher = ""
         self._started_ms = 0
+        self._optimized: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Launchers ship the callbacks to their workers; the MLflow client and the exit
@@ -178,6 +172,7 @@ class MlflowSweepCallback(Callback):
         self._signal_handlers = {}
         self._launcher = ""
         self._started_ms = 0
+        self._optimized = None
 
     # -- the launching process -------------------------------------------------------------
 
@@ -211,8 +206,14 @@ class MlflowSweepCallback(Callback):
             "heta_eval.config_name": str(kwargs.get("config_name") or ""),
             **_fixed_names(config, _swept_keys(overrides)),
         }
+        from heta_eval.code_identity import git_commit
+
+        commit = git_commit()
+        if commit:
+            tags["mlflow.source.git.commit"] = commit
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
+        self._optimized = OmegaConf.select(config, "optimized_metric", default=None)
         try:
             self._start_parent(tracker, sweep_dir, sid, params, tags)
         except Exception as exc:
@@ -419,69 +420,13 @@ class MlflowSweepCallback(Callback):
                 client.set_terminated(child.info.run_id, status="KILLED")
 
     def _summarise(self) -> list[SweepRow]:
-        """Log the summary table, best/* metrics and tags to the parent; return the rows."""
-        from mlflow.entities import Metric
-
-        client, run_id = self._tracker.client, self._tracker.run_id
+        """Log the sweep's summary to the parent and print its jobs' table (`sweep_end`)."""
         assert self._sweep_dir is not None
-        parent = client.get_run(run_id)
-        rows = job_rows(self._children(client, parent.info.experiment_id, run_id))
-        merge_job_records(rows, read_job_records(self._sweep_dir))
-
-        self._log_table(client, run_id, summary_table(rows))
-        stamp = _now_ms()
-        best = best_metrics(rows)
-        metrics = [Metric(f"best/{name}", v, stamp, 0) for name, (v, _) in sorted(best.items())]
-        metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
-        metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
-        for i in range(0, len(metrics), METRICS_PER_BATCH):
-            client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
-        tags = {f"best/{name}/run_id": rid for name, (_, rid) in sorted(best.items())}
-        finished = [r for r in rows if r.ok]
-        for key in FIXED_TAGS:
-            values = {r.tags.get(key) for r in finished}
-            if len(values) == 1 and None not in values:
-                tags[key] = values.pop()  # type: ignore[assignment]
-        self._set_tags(client, run_id, tags)
-        for name in SWEEP_FILES:
-            if (self._sweep_dir / name).is_file():
-                client.log_artifact(run_id, str(self._sweep_dir / name))
-        log.info(
-            "sweep %s: %d job(s) finished, %d failed",
-            run_id,
-            len(finished),
-            len(rows) - len(finished),
-        )
-        return rows
+        return summarise_sweep(self._tracker, self._sweep_dir, self._optimized)
 
     @staticmethod
     def _children(client: Any, experiment_id: str, run_id: str) -> list[Any]:
-        runs: list[Any] = []
-        token = None
-        while True:
-            page = client.search_runs(
-                [experiment_id],
-                filter_string=f"tags.`{PARENT_TAG}` = '{run_id}'",
-                page_token=token,
-            )
-            runs.extend(page)
-            token = page.token
-            if not token:
-                return runs
-
-    @staticmethod
-    def _log_table(client: Any, run_id: str, columns: dict[str, list[Any]]) -> None:
-        """Log (or, on a resumed parent, replace) the `sweep_summary.json` table."""
-        if not any(a.path == SUMMARY_TABLE for a in client.list_artifacts(run_id)):
-            client.log_table(run_id, data=columns, artifact_file=SUMMARY_TABLE)
-            return
-        # log_table appends to an existing table; a rerun's summary replaces the old one.
-        import pandas as pd
-
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / SUMMARY_TABLE
-            pd.DataFrame(columns).to_json(path, orient="split", index=False, date_format="iso")
-            client.log_artifact(run_id, str(path))
+        return child_runs(client, experiment_id, run_id)
 
 
 def _now_ms() -> int:

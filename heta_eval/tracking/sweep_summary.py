@@ -1,34 +1,34 @@
-"""The summary of a sweep's jobs: one row per job, the best value of every metric.
+"""The summary of a sweep's jobs: one row per job, and the best run of every score.
 
 Rows come from the parent's child runs (`job_rows`: a rerun job's latest FINISHED run) and
-from the per-job records the sweep callback leaves for jobs that failed before their run
-existed (`merge_job_records`). `summary_table` is `sweep_summary.json`; `best_metrics` gives
-`best/<metric>` (smallest for durations, latencies and failure counts, largest otherwise).
+from the per-job records the sweep callback leaves in the sweep directory (`merge_job_records`:
+job numbers, and jobs that failed before their run existed). `summary_table` is
+`sweep_summary.json`; `best_scores` gives `best/<score>` with its run's CI bounds and
+`sweep_best.json`. Table column names are ones MLflow's table viewer shows (no dots).
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heta_eval.tracking.naming import (
+    HEADLINE_TAG,
+    PREFERRED_HEADLINE,
+    PRIMARY_MODE_TAG,
+    metric_name,
+    viewer_columns,
+)
+
 JOBS_DIR = ".heta_eval_jobs"  # per-job records in the sweep directory
 OVERRIDES_TAG = "heta_eval.overrides"  # set on each child run by the CLI
-
-# Counts of cases a metric could not score: fewer is better.
-_LOWER_IS_BETTER_STATS = ("failed", "undetermined")
-
-
-def lower_is_better(metric: str) -> bool:
-    """Durations, latencies and failure counts are best when smallest, the rest when largest.
-
-    `kb.build_seconds`, `kb.build_seconds_total`, `bm25.latency_p95_seconds`, `cases.failed`,
-    `bm25.ndcg_at_10.failed` are minimised; scores, their CIs and other counts maximised.
-    """
-    last = metric.rsplit(".", 1)[-1]
-    return "_seconds" in metric or "latency" in metric or last in _LOWER_IS_BETTER_STATS
+JOB_TAG = "heta_eval.sweep_job"  # Hydra's job number, set on each child run
+# Statistics logged beside each score mean (`<score>.<stat>`).
+SCORE_STATS = ("std", "ci_low", "ci_high", "scored", "skipped", "undetermined", "failed")
 
 
 @dataclass
@@ -44,6 +44,12 @@ class SweepRow:
     tags: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     attempts: int = 1
+    job: int | None = None  # Hydra's job number, from the job records
+
+    @property
+    def label(self) -> str:
+        """`#2` for job 2, else the run name."""
+        return f"#{self.job}" if self.job is not None else self.run_name
 
     @property
     def ok(self) -> bool:
@@ -52,6 +58,10 @@ class SweepRow:
 
 def _job_key(run: Any) -> str:
     return run.data.tags.get(OVERRIDES_TAG) or run.info.run_id
+
+
+def _job_number(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
 
 
 def job_rows(runs: Sequence[Any]) -> list[SweepRow]:
@@ -77,6 +87,7 @@ def job_rows(runs: Sequence[Any]) -> list[SweepRow]:
                 metrics=dict(run.data.metrics),
                 tags=dict(run.data.tags),
                 attempts=len(attempts),
+                job=_job_number(run.data.tags.get(JOB_TAG)),
             )
         )
     return sorted(rows, key=lambda r: (r.start_time, r.run_name))
@@ -94,13 +105,17 @@ def read_job_records(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def merge_job_records(rows: list[SweepRow], records: Sequence[Mapping[str, Any]]) -> None:
-    """Add the errors of failed jobs to their rows, and rows for failed jobs without a run."""
+    """Number the rows by their jobs, add the errors of failed jobs to their rows, and add
+    rows for failed jobs without a run."""
     by_overrides = {row.overrides: row for row in rows if row.overrides}
     for record in records:
-        if record.get("status") != "FAILED":
-            continue
         overrides = " ".join(record.get("overrides") or [])
         row = by_overrides.get(overrides)
+        num = record.get("num")
+        if row is not None and isinstance(num, int):
+            row.job = num
+        if record.get("status") != "FAILED":
+            continue
         if row is None:
             row = SweepRow(
                 run_id="",
@@ -108,42 +123,134 @@ def merge_job_records(rows: list[SweepRow], records: Sequence[Mapping[str, Any]]
                 status="FAILED",
                 overrides=overrides,
                 attempts=0,
+                job=num if isinstance(num, int) else None,
             )
             rows.append(row)
             by_overrides[overrides] = row
         if not row.ok:
             row.error = record.get("error")
+    rows.sort(key=lambda r: (r.job is None, r.job or 0, r.start_time, r.run_name))
 
 
-def summary_table(rows: Sequence[SweepRow]) -> dict[str, list[Any]]:
-    """Columns of `sweep_summary.json`: one row per job, every metric a column."""
-    metrics = sorted({m for row in rows for m in row.metrics})
+def split_overrides(text: str) -> dict[str, str]:
+    """`recipe=bm25 recipe.chunk_size=64` as {key: value} (quoted values kept whole)."""
+    try:
+        parts = shlex.split(text)
+    except ValueError:
+        parts = text.split()
+    return {key.lstrip("+~"): value for key, _, value in (p.partition("=") for p in parts) if key}
+
+
+def differing_overrides(rows: Sequence[SweepRow]) -> list[str]:
+    """The override keys whose values differ between the jobs (all of them for one job)."""
+    parsed = [split_overrides(r.overrides) for r in rows]
+    keys = list(dict.fromkeys(k for p in parsed for k in p))
+    if len(rows) < 2:
+        return keys
+    return [k for k in keys if len({p.get(k) for p in parsed}) > 1]
+
+
+def score_means(row: SweepRow) -> list[str]:
+    """The row's metrics that are score means: `bm25.ndcg_at_10` (it has `.scored` and the
+    other statistics beside it) and the mode-free `ndcg_at_10` of its primary query mode. Not
+    statistics, counts, cache counters, durations, latencies or slices."""
+    mode = row.tags.get(PRIMARY_MODE_TAG)
+    means = []
+    for name in row.metrics:
+        if name.rsplit(".", 1)[-1] in SCORE_STATS or "/" in name:
+            continue
+        if f"{name}.scored" in row.metrics or (mode and f"{mode}.{name}.scored" in row.metrics):
+            means.append(name)
+    return sorted(means, key=lambda m: ("." in m, m))
+
+
+def headline(rows: Sequence[SweepRow], optimized_metric: str | None = None) -> str | None:
+    """The score a sweep is judged by: `optimized_metric` when set, else the jobs' headline
+    (`heta_eval.headline_metric`, nDCG@10 where scored), else their first mode-free score."""
+    finished = [r for r in rows if r.ok]
+    if optimized_metric:
+        return metric_name(optimized_metric)
+    tagged = [r.tags[HEADLINE_TAG] for r in finished if r.tags.get(HEADLINE_TAG)]
+    if tagged:
+        return max(set(tagged), key=tagged.count)
+    means = [m for r in finished for m in score_means(r) if "." not in m]
+    preferred = metric_name(PREFERRED_HEADLINE)
+    return preferred if preferred in means else (means[0] if means else None)
+
+
+def summary_table(rows: Sequence[SweepRow], metric: str | None = None) -> dict[str, list[Any]]:
+    """Columns of `sweep_summary.json`: one row per job: its number, the overrides that
+    differ (each its own column), the headline `metric` with its CI, status and run, then
+    every metric, score means first (what MLflow's viewer shows first is what tells the jobs
+    apart)."""
+    keys = differing_overrides(rows)
+    parsed = [split_overrides(r.overrides) for r in rows]
+    means = {m for r in rows for m in score_means(r)}
+    metrics = sorted({m for r in rows for m in r.metrics}, key=lambda m: (m not in means, m))
+    headline = [metric, f"{metric}.ci_low", f"{metric}.ci_high"] if metric else []
     columns: dict[str, list[Any]] = {
-        "run_name": [r.run_name for r in rows],
+        "job": [r.job for r in rows],
+        **{key: [p.get(key) for p in parsed] for key in keys},
+        **{m: [r.metrics.get(m) for r in rows] for m in headline},
         "status": [r.status for r in rows],
+        "run_name": [r.run_name for r in rows],
         "overrides": [r.overrides for r in rows],
         "run_id": [r.run_id for r in rows],
         "attempts": [r.attempts for r in rows],
         "error": [r.error for r in rows],
     }
     for m in metrics:
-        columns[m] = [r.metrics.get(m) for r in rows]
-    return columns
+        columns.setdefault(m, [r.metrics.get(m) for r in rows])
+    return viewer_columns(columns)
 
 
-def best_metrics(rows: Sequence[SweepRow]) -> dict[str, tuple[float, str]]:
-    """`metric -> (best value, run id)` over the finished jobs (min for durations, else max)."""
-    best: dict[str, tuple[float, str]] = {}
+@dataclass(frozen=True)
+class BestScore:
+    """The best value of one score mean over a sweep's finished jobs, with that run's CI."""
+
+    metric: str
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    row: SweepRow
+
+
+def best_scores(rows: Sequence[SweepRow]) -> list[BestScore]:
+    """Per score mean (`score_means`), the finished job with the highest value (the earliest
+    job on a tie) and its CI bounds; every score is higher-is-better. Not CI bounds or other
+    statistics on their own: a best mean carries its own run's bounds."""
+    best: dict[str, BestScore] = {}
     for row in rows:
         if not row.ok:
             continue
-        for name, value in row.metrics.items():
+        for name in score_means(row):
+            value = row.metrics[name]
             if value != value:  # NaN never wins
                 continue
             current = best.get(name)
-            better = current is None or (
-                value < current[0] if lower_is_better(name) else value > current[0]
-            )
-            if better:
-                best[name] = (value, row.run_id)
-    return best
+            if current is None or value > current.value:
+                best[name] = BestScore(
+                    name,
+                    value,
+                    row.metrics.get(f"{name}.ci_low"),
+                    row.metrics.get(f"{name}.ci_high"),
+                    row,
+                )
+    return [best[m] for m in sorted(best, key=lambda m: ("." in m, m))]
+
+
+def best_table(best: Sequence[BestScore]) -> dict[str, list[Any]]:
+    """Columns of `sweep_best.json`: one row per score, the best value with its CI and the
+    job that reached it."""
+    return viewer_columns(
+        {
+            "metric": [b.metric for b in best],
+            "best": [b.value for b in best],
+            "ci_low": [b.ci_low for b in best],
+            "ci_high": [b.ci_high for b in best],
+            "job": [b.row.job for b in best],
+            "overrides": [b.row.overrides for b in best],
+            "run_name": [b.row.run_name for b in best],
+            "run_id": [b.row.run_id for b in best],
+        }
+    )
