@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.cli.hydra_errors import WRITE_ERRORS, describe_write_error, guard_hydra
 from heta_eval.config import config_dir
 
 # The runner, the engine and pydantic are imported when a run starts, not for --help.
@@ -101,31 +101,29 @@ def _hydra_main(cfg: DictConfig) -> float | None:
             raise
         sys.exit(2)
     except OSError as exc:
-        if exc.errno not in _DISK_FULL:
+        if exc.errno not in WRITE_ERRORS:
             raise
-        # A full disk or a file size limit: say which file; what was finished stays valid.
+        # A full disk, a file size limit or a read-only directory: say which file; what was
+        # finished stays valid.
         print(f"heta-eval: {describe_write_error(exc)}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
-    except (BenchmarkError, BenchmarkDataError, DownloadError, FailureRateExceededError) as exc:
+    except FailureRateExceededError as exc:
+        if exc.report is not None and HydraConfig.get().mode != RunMode.MULTIRUN:
+            from heta_eval.cli.console import print_summary
+
+            print_summary(exc.report)
+        print(f"heta-eval: {exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
+    except (BenchmarkError, BenchmarkDataError, DownloadError) as exc:
         # Data problems are the user's to fix; a traceback would hide the message.
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
-
-
-_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
-
-
-def describe_write_error(exc: OSError) -> str:
-    """`cannot write FILE: No space left on device ...` for a failed write."""
-    where = exc.filename or "a file"
-    return (
-        f"cannot write {where}: {exc.strerror} (disk full or file size limit); "
-        "results finished before it are kept: free space and run again to resume"
-    )
 
 
 # Arguments after which no tracked run follows: no tracker worker is started early for them.
@@ -145,4 +143,5 @@ def main() -> None:
         # MLflow's import (two seconds) starts now, on another core, not once the
         # configuration is composed and the run begins.
         start_early()
+    guard_hydra()
     _hydra_main()

@@ -74,6 +74,7 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
     """Rewrite a text file (atomically) without the secret values; whether it changed."""
     import os
+    import stat
     import tempfile
 
     try:
@@ -85,6 +86,7 @@ def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
         return False
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))  # the mode the file had
         handle.write(clean)
     os.replace(tmp, path)
     return True
