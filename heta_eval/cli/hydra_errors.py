@@ -103,22 +103,24 @@ def _guarded(func: Callable[[], Any]) -> Callable[[], Any]:
     def run() -> Any:
         from hydra.errors import ConfigCompositionException, MissingConfigException
 
+        # Hydra's MissingConfigException is a ConfigCompositionException, and both are
+        # OSErrors (without an errno): the most specific first.
         try:
             return func()
-        except OSError as exc:
-            if exc.errno not in WRITE_ERRORS:
-                raise
-            _report(describe_write_error(exc), 1)
-        except ConfigCompositionException as exc:
-            hint = nearest_keys(exc)
-            if hint is None:
-                raise
-            _report(hint, 2, invalid=True)
         except MissingConfigException as exc:
             hint = missing_plugin(exc)
             if hint is None:
                 raise
             _report(hint, 2, invalid=True)
+        except ConfigCompositionException as exc:
+            hint = nearest_keys(exc)
+            if hint is None:
+                raise
+            _report(hint, 2, invalid=True)
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRORS:
+                raise
+            _report(describe_write_error(exc), 1)
 
     return run
 

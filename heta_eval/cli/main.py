@@ -10,6 +10,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from heta_eval.cli.hydra_errors import WRITE_ERRORS, describe_write_error, guard_hydra
+from heta_eval.cli.signals import exit_status, stop_on_sigterm
 from heta_eval.config import config_dir
 
 # The runner, the engine and pydantic are imported when a run starts, not for --help.
@@ -144,4 +145,16 @@ def main() -> None:
         # configuration is composed and the run begins.
         start_early()
     guard_hydra()
-    _hydra_main()
+    if not {"-m", "--multirun"} & set(sys.argv[1:]):
+        # A sweep's launching process has its own SIGTERM handling (tracking/sweep.py).
+        stop_on_sigterm()
+    try:
+        _hydra_main()
+    except KeyboardInterrupt:
+        status, name = exit_status()
+        print(
+            f"heta-eval: stopped by {name}; the case results finished so far are kept: run "
+            "the same command again to resume",
+            file=sys.stderr,
+        )
+        sys.exit(status)

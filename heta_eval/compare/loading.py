@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from heta_eval.records import EvaluationReport
+from heta_eval.tracking.http_bounds import bound_http_requests, is_missing, unreachable
 from heta_eval.tracking.naming import metric_name
 
 REPORT_FILE = "report.json"
@@ -101,6 +102,7 @@ class _MlflowSource:
         from mlflow import MlflowClient
 
         logging.getLogger("alembic").setLevel(logging.WARNING)
+        bound_http_requests(uri)
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
         self._tmp = tempfile.TemporaryDirectory(prefix="heta-eval-compare-")
@@ -110,8 +112,12 @@ class _MlflowSource:
 
         try:
             return self.client.get_run(run_id)
-        except MlflowException:
+        except MlflowException as exc:
+            if not is_missing(exc) and "not found" not in str(exc).lower():
+                raise CompareError(unreachable(self.uri, exc)) from None
             raise CompareError(f"unknown MLflow run id {run_id} in {self.uri}") from None
+        except Exception as exc:  # a dead server, a refused connection
+            raise CompareError(unreachable(self.uri, exc)) from None
 
     def children(self, parent: Any) -> list[Any]:
         runs: list[Any] = []

@@ -52,6 +52,15 @@ _NOT_IN_RUN_NAME = ("paths.", "tracking.", "hydra.", "runner.output_dir", "runne
 REUSED_TAG = "heta_eval.reused_from.run_id"
 
 
+def _end_status(exc: BaseException) -> str:
+    """KILLED for a run stopped from outside (Ctrl-C, SIGTERM, a cancelled task, an exit),
+    FAILED for one that failed."""
+    import asyncio
+
+    stopped = (KeyboardInterrupt, SystemExit, asyncio.CancelledError)
+    return "KILLED" if isinstance(exc, stopped) else "FAILED"
+
+
 def evaluate(
     config: DictConfig | None = None,
     *,
@@ -193,10 +202,10 @@ class RunLifecycle:
             self.tracker.log_report(report, paths)
             state.mark_completed(paths["report"], report, self.tracker.run_id)
             check_failure_rate(report, self.settings.max_failure_rate)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):  # the error being raised says more
                 journal.close()
-            self.tracker.end("FAILED")
+            self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)
@@ -252,8 +261,8 @@ class RunLifecycle:
             )
             self.tracker.log_report(report, paths)
             check_failure_rate(report, self.settings.max_failure_rate)
-        except BaseException:
-            self.tracker.end("FAILED")
+        except BaseException as exc:
+            self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)

@@ -38,6 +38,7 @@ from heta_eval.records.run import CaseCounts, RunFacts, RunIdentity, TrackingRef
 from heta_eval.run.data_digest import DataDigest
 from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
+from heta_eval.run.parent_watch import die_with_parent
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
@@ -247,7 +248,9 @@ class BenchmarkRunner:
         # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
         loop = asyncio.get_running_loop()
         with ProcessPoolExecutor(
-            max_workers=self.settings.workers, mp_context=get_context("forkserver")
+            max_workers=self.settings.workers,
+            mp_context=get_context("forkserver"),
+            initializer=die_with_parent,  # a killed run leaves no worker behind
         ) as pool:
             futures = [
                 loop.run_in_executor(

@@ -50,9 +50,9 @@ def test_a_build_cache_entry_with_an_empty_checksum_list_is_a_miss(tmp_path: Pat
     first = _evaluate(root, tmp_path, "runner.cache=write")
     (entry,) = [p for p in (root / "cache" / "kb").glob("*/*") if p.is_dir()]
     (entry / "checksums.json").write_text("{}")
-    # A corrupt index that the empty list would have let through.
-    index = next(p for p in sorted((entry / "indexes").rglob("*")) if p.is_file())
-    index.write_bytes(b"\x00" * 64)
+    # Chunks in reverse order: it loads, but every index position names another chunk.
+    chunks = entry / "chunks.jsonl"
+    chunks.write_text("".join(reversed(chunks.read_text().splitlines(keepends=True))))
     again = _evaluate(root, tmp_path, "runner.resume=false", "runner.cache=read")
     cache = again.run.cache
     assert (cache["hits"], cache["discarded"]) == (0, 1), cache
