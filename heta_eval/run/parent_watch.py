@@ -1,50 +1,68 @@
 """Unit worker processes end when the run that started them is gone.
 
 `runner.workers > 1` evaluates units in a forkserver pool. A run's process killed with SIGKILL
-runs no cleanup: its workers (each with a benchmark's documents and indexes in memory) would
-stay blocked on their task pipe, which they hold both ends of, and the resource tracker with
-them. The forkserver itself exits when the run's process does (its "alive" pipe closes), so
-each worker, the forkserver's child, asks Linux for SIGKILL when its parent exits
-(`PR_SET_PDEATHSIG`) and, where that is not available, watches its parent from a thread.
+runs no cleanup, and nothing else ends its workers: each holds the forkserver's "alive" pipe
+(which keeps the forkserver waiting) and both ends of its own task pipe (so it never sees
+the run go), and the resource tracker waits for them all. So each worker watches the run's
+process from a thread (a pidfd on Linux: woken the moment the process exits, no polling;
+elsewhere a check every second) and exits when it is gone; the forkserver and the resource
+tracker then see their pipes close and exit too. A run that is stopped (Ctrl-C, SIGTERM) or
+fails terminates its workers (`abandon`) instead of waiting for the units they are running.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
+import select
 import signal
-import sys
 import threading
-import time
+from concurrent.futures import ProcessPoolExecutor
 
-PR_SET_PDEATHSIG = 1
-WATCH_SECONDS = 1.0
+POLL_SECONDS = 1.0
 
 
-def _parent_death_signal() -> bool:
-    """Ask the kernel to SIGKILL this process when its parent exits (Linux only)."""
-    if not sys.platform.startswith("linux"):
+def _gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie, not yet reaped, has exited)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
         return False
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    with (
+        contextlib.suppress(OSError, IndexError),
+        open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat,
+    ):
+        return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     return False
 
 
-def _watch(parent: int) -> None:
-    while True:
-        time.sleep(WATCH_SECONDS)
-        if os.getppid() != parent:  # reparented: the parent has exited
-            os._exit(1)
+def _watch(run_pid: int, pidfd: int | None) -> None:
+    if pidfd is not None:
+        select.select([pidfd], [], [])  # readable once the process has exited
+    else:
+        while not _gone(run_pid):
+            threading.Event().wait(POLL_SECONDS)
+    os._exit(1)
 
 
-def die_with_parent() -> None:
-    """Pool initializer: end this worker when its parent process exits."""
-    parent = os.getppid()
-    armed = _parent_death_signal()
-    if os.getppid() != parent or parent == 1:  # the parent died before the signal was armed
+def die_with_run(run_pid: int) -> None:
+    """Pool initializer: exit this worker as soon as the process `run_pid` exits. Ctrl-C is
+    the run's to handle (it stops the pool), not each worker's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pidfd = None
+    with contextlib.suppress(OSError, AttributeError):  # Linux >= 5.3 only
+        pidfd = os.pidfd_open(run_pid)
+    if _gone(run_pid):
         os._exit(1)
-    if not armed:
-        threading.Thread(target=_watch, args=(parent,), name="parent-watch", daemon=True).start()
+    threading.Thread(target=_watch, args=(run_pid, pidfd), name="run-watch", daemon=True).start()
+
+
+def abandon(pool: ProcessPoolExecutor) -> None:
+    """Stop `pool` without waiting for the units its workers are running."""
+    # The executor keeps its worker processes in `_processes` (CPython 3.8 to 3.13).
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, AttributeError):
+            process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
