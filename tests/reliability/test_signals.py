@@ -5,6 +5,7 @@ processes (`runner.workers=2`) leaves none of its processes behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -125,10 +126,16 @@ def test_sigkill_with_unit_workers_leaves_no_process_behind(tmp_path: Path) -> N
     seen |= _children(victim.pid)
     assert victim.poll() is None and len(seen) >= 4, seen
     victim.send_signal(signal.SIGKILL)
-    victim.communicate(timeout=60)
+    victim.wait(timeout=60)  # not communicate(): survivors would hold its pipes open
     assert victim.returncode == -9
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(_alive(pid) for pid in seen):
         time.sleep(0.1)
     left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:120] for pid in seen if _alive(pid)}
+    for pid in left:  # not left behind by a failing test either
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for stream in (victim.stdout, victim.stderr):
+        assert stream is not None
+        stream.close()
     assert not left, f"processes outlived the killed run: {left}"
