@@ -97,7 +97,7 @@ def read_verified(path: Path) -> bytes | None:
         log.warning("ignoring unreadable cache file %s (%s)", path, exc)
         return None
     if not expected or hashlib.sha256(data).hexdigest() != expected:
-        log.warning("ignoring cache file %s: its content does not match its digest", path)
+        log.warning("ignoring corrupt cache file %s: its content does not match its digest", path)
         return None
     return data
 
