@@ -65,7 +65,7 @@ class RunnerSettings(Record):
         ge=0,
         le=1,
         description="fail the run (exit 1, MLflow FAILED, report kept) when more than this "
-        "fraction of case results failed; null: never",
+        "fraction of case results failed; null: only when all of them failed (always fails)",
     )
 
 
