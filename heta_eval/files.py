@@ -1,4 +1,6 @@
-"""File helpers shared across packages: a file's sha256, and copies that are never half-made."""
+"""File helpers shared across packages: a file's sha256, copies that are never half-made, and
+the modes the user's umask gives (temporary files are created 0600 and renamed into place:
+each is opened up to what `open()` would have created, for caches shared between users)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,32 @@ def temp_prefix(name: str) -> str:
     return f".{name[:TEMP_NAME_CHARS]}."
 
 
+def current_umask() -> int:
+    """This process's umask, read without changing it (Linux: /proc/self/status)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # Elsewhere: set and restore it (a file created by another thread in between would get
+    # the stricter mask, never a looser one).
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new file gets under the umask (0644 under 022)."""
+    return 0o666 & ~current_umask()
+
+
+def directory_mode() -> int:
+    """The mode a new directory gets under the umask (0755 under 022)."""
+    return 0o777 & ~current_umask()
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file's bytes, read in blocks."""
     digest = hashlib.sha256()
@@ -36,6 +64,7 @@ def copy_atomically(source: Path, target: Path) -> Path:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=temp_prefix(target.name), suffix=".tmp")
     os.close(fd)
     try:
+        os.chmod(tmp, file_mode())
         shutil.copyfile(source, tmp)
         os.replace(tmp, target)
     except BaseException:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from heta_eval.files import file_mode
+
 log = logging.getLogger(__name__)
 
 CACHE_ENV_VAR = "HETA_EVAL_CACHE"
@@ -52,6 +54,7 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None]) -> bool:
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(fd, file_mode())
             write(handle)
         os.replace(tmp, path)
         tmp = None
@@ -65,6 +68,40 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None]) -> bool:
                 os.unlink(tmp)
 
 
+DIGEST_SUFFIX = ".sha256"
+
+
+def digest_path(path: Path) -> Path:
+    """Where the digest of the cache file `path` is kept: beside it, never inside it."""
+    return path.with_name(path.name + DIGEST_SUFFIX)
+
+
+def write_verified(path: Path, data: bytes) -> bool:
+    """Write `data` to `path` and its sha256 to `digest_path(path)`, each atomically (the
+    digest last: a writer killed in between leaves an entry without digest, a miss)."""
+    digest = hashlib.sha256(data).hexdigest().encode("ascii")
+    return write_atomically(path, lambda handle: handle.write(data)) and write_atomically(
+        digest_path(path), lambda handle: handle.write(digest)
+    )
+
+
+def read_verified(path: Path) -> bytes | None:
+    """The bytes of the cache file `path` when they match the digest kept beside them; None
+    when the file or its digest is missing, the digest empty, or they differ (a miss)."""
+    try:
+        data = path.read_bytes()
+        expected = digest_path(path).read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable cache file %s (%s)", path, exc)
+        return None
+    if not expected or hashlib.sha256(data).hexdigest() != expected:
+        log.warning("ignoring corrupt cache file %s: its content does not match its digest", path)
+        return None
+    return data
+
+
 def material_key(material: Any) -> str:
     """sha256 of a canonical JSON form of `material` (prompt, model, inputs, ...)."""
     canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -72,7 +109,8 @@ def material_key(material: Any) -> str:
 
 
 class JsonFileCache:
-    """One JSON file per key under a directory; atomic writes; corrupt files are ignored.
+    """One JSON file per key under a directory, its sha256 kept beside it
+    (`KEY.json.sha256`); atomic writes; a file without a matching digest is a miss.
 
     `directory` None means `{heta_eval cache}/{subdir}` ($HETA_EVAL_CACHE or
     ~/.cache/heta_eval), resolved on first use so that constructing it does no I/O. A cache
@@ -101,10 +139,13 @@ class JsonFileCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The entry stored under `key`, or None (missing or unreadable)."""
         path = self._file(key)
-        if path is None or not path.is_file():
+        if path is None:
+            return None
+        data = read_verified(path)
+        if data is None:
             return None
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            entry = json.loads(data.decode("utf-8"))
             if not isinstance(entry, dict):
                 raise ValueError("not a JSON object")
             return entry
@@ -116,5 +157,4 @@ class JsonFileCache:
         """Store `entry` under `key` (temporary file + rename)."""
         path = self._file(key)
         if path is not None:
-            data = json.dumps(entry).encode("utf-8")
-            write_atomically(path, lambda handle: handle.write(data))
+            write_verified(path, json.dumps(entry).encode("utf-8"))

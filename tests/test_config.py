@@ -65,7 +65,10 @@ def test_every_benchmark_option_assembles(composer, option: str) -> None:
 
 
 @pytest.mark.parametrize("option", _options("recipe"))
-def test_every_recipe_option_assembles(composer, option: str) -> None:
+def test_every_recipe_option_assembles(
+    composer, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-only-checked-for-presence")  # endpoint recipes
     if option.startswith("heta_") and importlib.util.find_spec("heta_framework") is None:
         pytest.skip("the Heta bridge needs the 'heta' extra")
     recipe = assemble(composer(f"recipe={option}")).recipe
@@ -75,7 +78,10 @@ def test_every_recipe_option_assembles(composer, option: str) -> None:
 
 
 @pytest.mark.parametrize("option", _options("evaluator"))
-def test_every_evaluator_option_assembles(composer, option: str) -> None:
+def test_every_evaluator_option_assembles(
+    composer, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-only-checked-for-presence")  # the LLM judge
     assert assemble(composer(f"evaluator={option}")).evaluators
 
 

@@ -268,7 +268,7 @@ def test_the_secret_never_leaks(
         good.model_dump_json(),
         bad.model_dump_json(),
         caplog.text,
-        *(p.read_text(encoding="utf-8") for p in (tmp_path / "cache").iterdir()),
+        *(p.read_text(encoding="utf-8") for p in (tmp_path / "cache").glob("*.json")),
     ]
     assert caplog.text and len(texts) == 6  # one cache file: the determined verdict
     assert not [t for t in texts if SECRET in t]

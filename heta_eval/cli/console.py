@@ -103,12 +103,28 @@ def print_summary(report: EvaluationReport, job: str | None = None) -> None:
             )
         console.print(cache_line(report), soft_wrap=True)
     print_document_errors(console, report)
+    print_reasons(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
     if (Path(run_dir) / "report.html").is_file():
         console.print(f"html report: {run_dir}/report.html", soft_wrap=True)
     tracking = report.run.tracking
     console.print(f"tracking: {tracking.where or tracking.run_id or 'disabled'}", soft_wrap=True)
+
+
+def print_reasons(console: Console, report: EvaluationReport) -> None:
+    """Why case results failed and why metrics without any score were skipped, most
+    frequent first, with counts."""
+    from heta_eval.run.failures import failure_reasons, skipped_reasons
+
+    reasons = failure_reasons(report)
+    if reasons:
+        console.print("most frequent failure reasons:")
+        for count, why in reasons:
+            console.print(f"  {count}x {why}", soft_wrap=True, markup=False)
+    for key, skipped in skipped_reasons(report).items():
+        why = "; ".join(f"{count}x {reason}" for count, reason in skipped)
+        console.print(f"{key}: no score, skipped: {why}", soft_wrap=True, markup=False)
 
 
 def print_document_errors(console: Console, report: EvaluationReport, shown: int = 5) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -10,6 +9,8 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.cli.hydra_errors import WRITE_ERRORS, describe_write_error, guard_hydra
+from heta_eval.cli.signals import exit_status, stop_on_sigterm
 from heta_eval.config import config_dir
 
 # The runner, the engine and pydantic are imported when a run starts, not for --help.
@@ -114,31 +115,29 @@ def _hydra_main(cfg: DictConfig) -> float | None:
             raise
         sys.exit(2)
     except OSError as exc:
-        if exc.errno not in _DISK_FULL:
+        if exc.errno not in WRITE_ERRORS:
             raise
-        # A full disk or a file size limit: say which file; what was finished stays valid.
+        # A full disk, a file size limit or a read-only directory: say which file; what was
+        # finished stays valid.
         print(f"heta-eval: {describe_write_error(exc)}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
-    except (BenchmarkError, BenchmarkDataError, DownloadError, FailureRateExceededError) as exc:
+    except FailureRateExceededError as exc:
+        if exc.report is not None and HydraConfig.get().mode != RunMode.MULTIRUN:
+            from heta_eval.cli.console import print_summary
+
+            print_summary(exc.report)
+        print(f"heta-eval: {exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(1)
+    except (BenchmarkError, BenchmarkDataError, DownloadError) as exc:
         # Data problems are the user's to fix; a traceback would hide the message.
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
-
-
-_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
-
-
-def describe_write_error(exc: OSError) -> str:
-    """`cannot write FILE: No space left on device ...` for a failed write."""
-    where = exc.filename or "a file"
-    return (
-        f"cannot write {where}: {exc.strerror} (disk full or file size limit); "
-        "results finished before it are kept: free space and run again to resume"
-    )
 
 
 # Hydra's flags after which no run follows: no tracker worker is started early for them.
@@ -165,4 +164,17 @@ def main() -> None:
         # MLflow's import (two seconds) starts now, on another core, not once the
         # configuration is composed and the run begins.
         start_early()
-    _hydra_main()
+    guard_hydra()
+    if not {"-m", "--multirun"} & set(sys.argv[1:]):
+        # A sweep's launching process has its own SIGTERM handling (tracking/sweep.py).
+        stop_on_sigterm()
+    try:
+        _hydra_main()
+    except KeyboardInterrupt:
+        status, name = exit_status()
+        print(
+            f"heta-eval: stopped by {name}; the case results finished so far are kept: run "
+            "the same command again to resume",
+            file=sys.stderr,
+        )
+        sys.exit(status)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from heta_eval.compare.labels import differing_labels, split_overrides
 from heta_eval.config.secrets import mask_override
 from heta_eval.records import EvaluationReport
+from heta_eval.tracking.http_bounds import bound_http_requests, is_missing, unreachable
 from heta_eval.tracking.naming import flat_params
 
 REPORT_FILE = "report.json"
@@ -138,6 +139,7 @@ class _MlflowSource:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         # Downloading one small artifact per run needs no progress bar on stderr.
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        bound_http_requests(uri)
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
         self._tmp = tempfile.TemporaryDirectory(prefix="heta-eval-compare-")
@@ -147,8 +149,12 @@ class _MlflowSource:
 
         try:
             return self.client.get_run(run_id)
-        except MlflowException:
+        except MlflowException as exc:
+            if not is_missing(exc) and "not found" not in str(exc).lower():
+                raise CompareError(unreachable(self.uri, exc)) from None
             raise CompareError(f"unknown MLflow run id {run_id} in {self.uri}") from None
+        except Exception as exc:  # a dead server, a refused connection
+            raise CompareError(unreachable(self.uri, exc)) from None
 
     def children(self, parent: Any) -> list[Any]:
         runs: list[Any] = []

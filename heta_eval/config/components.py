@@ -45,6 +45,35 @@ def resolve_target(path: str) -> Any:
         ) from None
 
 
+def check_arguments(spec: Mapping[str, Any], where: str) -> None:
+    """Refuse keys of `spec` that its `_target_` does not take (unless it takes **kwargs),
+    naming `where.KEY` and the nearest argument it does take."""
+    import inspect
+
+    target = resolve_target(spec["_target_"])
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    parameters = signature.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    accepted = [
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+    for key in spec:
+        if (key.startswith("_") and key.endswith("_")) or key in accepted:
+            continue  # Hydra's own keys (_target_, _args_, _partial_, ...)
+        near = difflib.get_close_matches(str(key), accepted, n=1)
+        hint = f"; did you mean {where}.{near[0]}?" if near else ""
+        raise ComponentError(
+            f"{where}.{key}: {spec['_target_']} takes no argument {key!r} "
+            f"(it takes {', '.join(accepted) or 'none'}){hint}"
+        )
+
+
 def instantiate(spec: Mapping[str, Any], /, **overrides: Any) -> Any:
     """Create the object a `{_target_: ..., **kwargs}` spec describes (Hydra semantics)."""
     from hydra.utils import instantiate as hydra_instantiate

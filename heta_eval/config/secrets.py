@@ -236,6 +236,7 @@ def _scrub_prefixes(text: str, secret: str) -> str:
 
 def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
     """Rewrite a text file (atomically) without the secret values; whether it changed."""
+    import stat
     import tempfile
 
     try:
@@ -247,6 +248,7 @@ def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
         return False
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scrub.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))  # the mode the file had
         handle.write(clean)
     os.replace(tmp, path)
     return True

@@ -4,8 +4,10 @@ The key is a sha256 over the recipe's build-time settings (parser, chunker, inde
 sizes — not its name or query-time choices), the sources (raw key, document id, media type
 and the sha256 of their bytes) and the versions of the code that builds them. An entry is a
 directory holding the chunks, each index's files, the manifest and a checksum list; it is
-written to a temporary directory and renamed into place, and every file is verified on
-load. A corrupt or half-written entry is discarded and rebuilt, never used.
+written to a temporary directory and renamed into place, and on load it must hold exactly
+the files its list names, each matching its sha256 (an empty list is no entry). A corrupt,
+half-written or unlisted entry is discarded and rebuilt, never used. Cached query responses
+are verified against the digest kept beside each (`heta_eval.json_cache.read_verified`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from heta_eval.code_identity import code_versions
-from heta_eval.files import file_sha256
+from heta_eval.files import directory_mode, file_sha256
 from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
@@ -65,6 +67,22 @@ def _remove_stale(candidates: Iterable[Path]) -> None:
                 shutil.rmtree(path, ignore_errors=True)
         except OSError:
             continue
+
+
+def verify_entry(entry: Path) -> None:
+    """Raise ValueError unless `entry` holds exactly the files its checksum list names, each
+    matching its sha256; an empty or missing list is never a valid entry."""
+    listed = json.loads((entry / CHECKSUMS).read_text(encoding="utf-8"))
+    if not isinstance(listed, dict) or not listed:
+        raise ValueError(f"{CHECKSUMS} lists no files")
+    present = {p.relative_to(entry).as_posix() for p in entry.rglob("*") if p.is_file()}
+    present.discard(CHECKSUMS)
+    if present != set(listed):
+        unlisted, absent = sorted(present - set(listed)), sorted(set(listed) - present)
+        raise ValueError(f"files not in {CHECKSUMS}: {unlisted[:3]}; missing: {absent[:3]}")
+    for relative, expected in listed.items():
+        if not isinstance(expected, str) or file_sha256(entry / relative) != expected:
+            raise ValueError(f"{relative} does not match its checksum")
 
 
 @dataclass
@@ -151,10 +169,7 @@ class BuildCache:
             return None
         started = time.perf_counter()
         try:
-            listed = json.loads((entry / CHECKSUMS).read_text(encoding="utf-8"))
-            for relative, expected in listed.items():
-                if file_sha256(entry / relative) != expected:
-                    raise ValueError(f"{relative} does not match its checksum")
+            verify_entry(entry)
             kb = KnowledgeBase.load(entry, recipe=recipe, name=name)
         except Exception as exc:
             reason = f"{entry}: {type(exc).__name__}: {exc}"
@@ -174,6 +189,7 @@ class BuildCache:
         _remove_stale(entry.parent.glob(f".{key[:12]}.*"))
         tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{key[:12]}."))
         try:
+            os.chmod(tmp, directory_mode())  # mkdtemp's directory is 0700
             kb.save(tmp)
             files = sorted(p for p in tmp.rglob("*") if p.is_file())
             checksums = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}

@@ -118,6 +118,17 @@ class KnowledgeRecipe(Record):
             )
         return self
 
+    def component_specs(self) -> dict[str, JsonDict]:
+        """Every component spec by its key in the recipe (`chunker`, `indexes.bm25`, ...)."""
+        specs: dict[str, JsonDict] = {"parser": self.parser, "chunker": self.chunker}
+        specs.update({f"indexes.{mode}": spec for mode, spec in self.indexes.items()})
+        specs.update({f"fusions.{mode}": spec for mode, spec in self.fusions.items()})
+        if self.reranker is not None:
+            specs["reranker"] = self.reranker
+        if self.answerer is not None:
+            specs["answerer"] = self.answerer
+        return specs
+
     def create_parser(self) -> Any:
         """The parser this recipe names."""
         return instantiate(self.parser)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from heta_eval.files import temp_prefix
+from heta_eval.files import file_mode, temp_prefix
 
 
 class InvalidKeyError(ValueError):
@@ -148,11 +148,12 @@ class LocalObjectStore:
         prefix = temp_prefix(name)  # a long legal name must not make an illegal temp name
         tmp = f"{directory}/{prefix}{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:  # left behind by a crashed process with the same pid
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
+                os.fchmod(fd, file_mode())  # mkstemp's file is 0600; os.open's follows the umask
                 handle.write(data)
             os.replace(tmp, path)
         except BaseException:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from heta_eval.files import file_mode
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
 from heta_eval.records.benchmark import BenchmarkEvidence, BenchmarkExpected, BenchmarkManifest
 from heta_eval.records.query import KnowledgeBaseManifest
@@ -208,6 +209,7 @@ class EvaluationReport(Record):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
+                os.fchmod(fd, file_mode())
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())  # the rename must not outrun the data to disk

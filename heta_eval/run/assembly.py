@@ -19,11 +19,13 @@ from typing import Any
 from omegaconf import DictConfig
 from pydantic import ValidationError
 
-from heta_eval.config.components import ComponentError, instantiate
+from heta_eval.config.components import ComponentError, check_arguments, instantiate
+from heta_eval.config.endpoint_keys import missing_endpoint_keys
 from heta_eval.config.resolve import ConfigError, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
+from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
 from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
@@ -124,6 +126,25 @@ def create_component(group: str, spec: Any, *, recursive: bool = True) -> Any:
         raise ConfigError(f"{group}: {exc}") from None
 
 
+def _check_arguments(spec: Mapping[str, Any], where: str) -> None:
+    """`spec` and the component specs nested in it take the arguments they are given."""
+    try:
+        check_arguments(spec, where)
+    except ComponentError as exc:
+        raise ConfigError(str(exc)) from None
+    for key, value in spec.items():
+        if isinstance(value, Mapping) and "_target_" in value:
+            _check_arguments(value, f"{where}.{key}")
+
+
+def check_recipe_components(recipe: KnowledgeRecipe) -> None:
+    """Create each of the recipe's components once, as its build will: unknown arguments and
+    values out of range fail now, naming the key, not as every case failed at build."""
+    for key, spec in recipe.component_specs().items():
+        _check_arguments(spec, f"recipe.{key}")
+        create_component(f"recipe.{key}", spec)
+
+
 def _evaluators(
     spec: Mapping[str, Any], benchmark: BenchmarkProtocol
 ) -> tuple[BenchmarkEvaluatorProtocol, ...]:
@@ -221,6 +242,8 @@ def assemble(cfg: DictConfig) -> RunComponents:
             f"recipe: _target_ must create a KnowledgeRecipe (or another RecipeLike), "
             f"got {type(recipe).__name__}"
         )
+    if isinstance(recipe, KnowledgeRecipe):
+        check_recipe_components(recipe)
     evaluators = _evaluators(resolved["evaluator"], benchmark)
     for evaluator in evaluators:
         missing = missing_members(evaluator, BenchmarkEvaluatorProtocol)
@@ -241,6 +264,9 @@ def assemble(cfg: DictConfig) -> RunComponents:
     except BenchmarkError as exc:
         raise ConfigError(str(exc)) from None
     check_combinations(resolved, modes, evaluators, settings, benchmark)
+    missing_keys = missing_endpoint_keys(resolved, ("recipe", "evaluator"))
+    if missing_keys:
+        raise ConfigError("\n".join(missing_keys))
     masked = mask_secrets(resolved)
     return RunComponents(
         benchmark=benchmark,

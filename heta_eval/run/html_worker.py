@@ -2,17 +2,21 @@
 
 It imports what drawing needs at once, then reads two lines from its input, the written
 report.json and the report.html to draw, and answers `ok PATH` or `error MESSAGE`. An input
-that closes early (the run ended or was killed) ends it without drawing.
+that closes early (the run ended or was killed) ends it without drawing; Ctrl-C and SIGTERM
+are the run's to handle (this worker ends with its input).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 
 def main() -> int:
     """Import, wait for the report, draw it; the exit status is 0 unless the input is bad."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     import matplotlib.backends.backend_agg
     import matplotlib.figure  # noqa: F401
 

@@ -50,6 +50,15 @@ log = logging.getLogger("heta_eval")
 REUSED_TAG = "heta_eval.reused_from.run_id"
 
 
+def _end_status(exc: BaseException) -> str:
+    """KILLED for a run stopped from outside (Ctrl-C, SIGTERM, a cancelled task, an exit),
+    FAILED for one that failed."""
+    import asyncio
+
+    stopped = (KeyboardInterrupt, SystemExit, asyncio.CancelledError)
+    return "KILLED" if isinstance(exc, stopped) else "FAILED"
+
+
 def evaluate(
     config: DictConfig | None = None,
     *,
@@ -194,10 +203,10 @@ class RunLifecycle:
             self.tracker.log_report(report, paths)
             state.mark_completed(paths["report"], report, self.tracker.run_id)
             check_failure_rate(report, self.settings.max_failure_rate)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):  # the error being raised says more
                 journal.close()
-            self.tracker.end("FAILED")
+            self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)
@@ -253,8 +262,8 @@ class RunLifecycle:
             )
             self.tracker.log_report(report, paths)
             check_failure_rate(report, self.settings.max_failure_rate)
-        except BaseException:
-            self.tracker.end("FAILED")
+        except BaseException as exc:
+            self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 import uuid
@@ -39,6 +40,7 @@ from heta_eval.run.data_digest import DataDigest
 from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
 from heta_eval.run.failures import fail_cases_with_lost_evidence
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
+from heta_eval.run.parent_watch import abandon, die_with_run
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
@@ -263,9 +265,13 @@ class BenchmarkRunner:
             return outcomes
         # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
         loop = asyncio.get_running_loop()
-        with ProcessPoolExecutor(
-            max_workers=self.settings.workers, mp_context=get_context("forkserver")
-        ) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=self.settings.workers,
+            mp_context=get_context("forkserver"),
+            initializer=die_with_run,  # a killed run leaves no worker behind
+            initargs=(os.getpid(),),
+        )
+        try:
             futures = [
                 loop.run_in_executor(
                     pool,
@@ -288,6 +294,12 @@ class BenchmarkRunner:
                 self.build_cache.stats.add(outcome.cache)
                 outcomes.append(outcome)
                 units.advance()
+        except BaseException:
+            # Stopped (Ctrl-C, SIGTERM) or failed: units still running are abandoned, not
+            # waited for; what finished is in the journal.
+            abandon(pool)
+            raise
+        pool.shutdown()
         return outcomes
 
     async def run(self) -> EvaluationReport:

@@ -26,7 +26,7 @@ class RunnerSettings(Record):
     limit: int | None = Field(
         default=None, gt=0, description="evaluate a seeded subset of N cases (smoke runs)"
     )
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, description="seed of case sampling and the bootstrap")
     bootstrap_resamples: int = Field(
         default=1000, ge=1, description="resamples of the bootstrap confidence intervals"
     )
@@ -79,7 +79,7 @@ class RunnerSettings(Record):
         ge=0,
         le=1,
         description="fail the run (exit 1, MLflow FAILED, report kept) when more than this "
-        "fraction of case results failed; null: never",
+        "fraction of case results failed; null: only when all of them failed (always fails)",
     )
 
 

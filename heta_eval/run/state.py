@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from heta_eval.files import copy_atomically, file_sha256
+from heta_eval.files import copy_atomically, file_mode, file_sha256
 from heta_eval.records import EvaluationReport, RunIdentity
 from heta_eval.records._base import Record
 from heta_eval.run.journal import CaseJournal
@@ -185,6 +185,7 @@ def _write(directory: Path, name: str, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(fd, file_mode())
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

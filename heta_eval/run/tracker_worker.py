@@ -12,7 +12,9 @@ out between answers as `{"log": [LOGGER, LEVEL, MESSAGE]}`.
 
 Its input closing (the run ended, or its process was killed) ends it once the calls already
 read are done, without ending the tracking run: a killed evaluation's run stays RUNNING and
-its rerun continues it. Ctrl-C is left to the run's process, which ends the run with FAILED.
+its rerun continues it. Ctrl-C and SIGTERM are left to the run's process, which ends the run
+KILLED through this worker (a SIGTERM sent to the whole process group must not take the
+worker away first).
 
 The `heta-eval` command starts it before Hydra composes the configuration (`start_early`),
 for the run to adopt (`take_early`): this module imports nothing but the standard library
@@ -153,6 +155,7 @@ def main() -> int:
     """Serve the calls of one run; 0 when the input closes, 1 when the tracker cannot be
     created (the run's process then tracks in-process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Answers go to a copy of the output; whatever else prints lands on stderr, never in
     # the answers.
     channel = _Channel(os.fdopen(os.dup(1), "w", encoding="utf-8"))

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field
 
-from heta_eval.files import copy_atomically
+from heta_eval.files import copy_atomically, file_mode
 from heta_eval.records._base import Record
 
 OUTBOX_DIR = "tracking_outbox"
@@ -81,6 +81,7 @@ def _write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(fd, file_mode())
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from heta_eval.tracking.http_bounds import bound_http_requests, unreachable
 from heta_eval.tracking.sweep import KIND_TAG, SWEEP_ID_FILE, SWEEP_ID_TAG, SWEEP_KIND
 from heta_eval.tracking.sweep_summary import OVERRIDES_TAG
 
@@ -115,8 +116,12 @@ def load_runs(
     from mlflow import MlflowClient
 
     uri = resolve_tracking_uri(tracking_uri, root)
+    bound_http_requests(uri)
     client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
+    try:
+        found = client.get_experiment_by_name(experiment)
+    except Exception as exc:  # a dead server, a refused connection, a broken store
+        raise RunsError(unreachable(uri, exc)) from None
     if found is None:
         names = sorted(e.name for e in client.search_experiments())
         raise RunsError(f"no experiment {experiment!r} in {uri}; experiments: {names}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from heta_eval.json_cache import cache_directory, material_key, write_atomically
+from heta_eval.json_cache import cache_directory, material_key, read_verified, write_verified
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,8 @@ class EmbeddingCache:
 
     A build over the same texts with the same encoder loads the matrix instead of encoding
     again (a sweep over chunk-independent settings, or a changed BM25 half of a hybrid
-    recipe, never re-encodes). Writes are atomic; an unreadable file is ignored.
+    recipe, never re-encodes). Writes are atomic; a file that is unreadable or does not match
+    the digest kept beside it (`KEY.npy.sha256`) is a miss.
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None) -> None:
@@ -42,10 +44,10 @@ class EmbeddingCache:
 
     def get(self, key: str, rows: int) -> np.ndarray | None:
         try:
-            path = self.directory / f"{key}.npy"
-            if not path.is_file():
+            data = read_verified(self.directory / f"{key}.npy")
+            if data is None:
                 return None
-            matrix = np.load(path, allow_pickle=False)
+            matrix = np.load(io.BytesIO(data), allow_pickle=False)
         except (OSError, ValueError) as exc:
             log.warning("ignoring unreadable embedding cache entry %s (%s)", key, exc)
             return None
@@ -60,4 +62,6 @@ class EmbeddingCache:
         except OSError as exc:
             log.warning("embedding cache unavailable (%s); not caching", exc)
             return
-        write_atomically(path, lambda handle: np.save(handle, matrix, allow_pickle=False))
+        buffer = io.BytesIO()
+        np.save(buffer, matrix, allow_pickle=False)
+        write_verified(path, buffer.getvalue())

@@ -1,0 +1,143 @@
+"""Errors Hydra reports itself, said the way heta-eval says its own.
+
+Hydra runs the command inside `hydra._internal.utils.run_and_report`, which prints any
+exception it catches (shortened) and exits 1. `guard_hydra()` puts a wrapper in front of it
+for three cases, all raised before or around the run itself:
+
+- a file or directory that cannot be written (full disk, read-only directory, no
+  permission): `cannot write PATH: reason`, exit 1, as a run says it;
+- an override of a key the configuration does not have (`runner.topk=5`): the nearest keys,
+  exit 2 like every invalid configuration;
+- a launcher or sweeper whose Hydra plugin is not installed: the extra to install, exit 2.
+
+Anything else goes to Hydra's own reporting, unchanged.
+"""
+
+from __future__ import annotations
+
+import difflib
+import errno
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+# errno values of a write the user must fix (space, quota, permissions, a read-only mount).
+WRITE_ERRORS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
+_SPACE = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+# Hydra config groups of plugins -> the extra of heta-eval that installs them.
+PLUGIN_EXTRAS = {
+    "hydra/launcher/ray": "ray",
+    "hydra/launcher/joblib": "sweeps",
+    "hydra/launcher/submitit_slurm": "sweeps",
+    "hydra/launcher/submitit_local": "sweeps",
+    "hydra/sweeper/optuna": "sweeps",
+}
+
+
+def _target(path: str) -> str:
+    """The file a temporary name (`DIR/.NAME.RANDOM.tmp`) was going to become."""
+    directory, _, name = str(path).rpartition("/")
+    match = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", name)
+    return f"{directory}/{match.group(1)}" if match and directory else str(path)
+
+
+def describe_write_error(exc: OSError) -> str:
+    """`cannot write FILE: reason (...)` for a failed write, and what is kept."""
+    where = _target(exc.filename) if exc.filename else "a file"
+    if exc.errno in _SPACE:
+        why = "disk full or file size limit"
+        fix = "free space"
+    else:
+        why = "a read-only directory or file, or no permission to write there"
+        fix = "make it writable (or choose another directory)"
+    return (
+        f"cannot write {where}: {exc.strerror} ({why}); results finished before it are "
+        f"kept: {fix} and run again to resume"
+    )
+
+
+def nearest_keys(exc: BaseException) -> str | None:
+    """For an override of a key the config lacks: `did you mean ...?`, or None."""
+    cause = exc.__cause__
+    full_key = getattr(cause, "full_key", None)
+    parent = getattr(cause, "parent_node", None)
+    key = getattr(cause, "key", None)
+    if not full_key or parent is None or key is None or "not in struct" not in str(cause):
+        return None
+    try:
+        keys = [str(k) for k in parent]
+    except Exception:  # not a mapping: nothing to suggest from
+        return None
+    prefix = full_key[: len(full_key) - len(str(key))]
+    near = difflib.get_close_matches(str(key), keys, n=3, cutoff=0.6)
+    if near:
+        return f"{full_key}: no such key; did you mean {', '.join(prefix + n for n in near)}?"
+    shown = ", ".join(sorted(keys))
+    return f"{full_key}: no such key; {prefix.rstrip('.') or 'the config'} has: {shown}"
+
+
+def missing_plugin(exc: BaseException) -> str | None:
+    """For a launcher or sweeper config Hydra could not load: the extra that installs it."""
+    match = re.search(r"Could not load '([^']+)'", str(exc))
+    if match is None:
+        return None
+    for group, extra in PLUGIN_EXTRAS.items():
+        if match.group(1) == group:
+            choice = group.rsplit("/", 1)[-1]
+            return (
+                f"{match.group(1)}: the Hydra plugin for {choice!r} is not installed; "
+                f"pip install 'heta-eval[{extra}]'"
+            )
+    return None
+
+
+def _report(message: str, code: int, invalid: bool = False) -> None:
+    head = "heta-eval: invalid configuration\n" if invalid else "heta-eval: "
+    print(f"{head}{message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _guarded(func: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        from hydra.errors import ConfigCompositionException, MissingConfigException
+
+        # Hydra's MissingConfigException is a ConfigCompositionException, and both are
+        # OSErrors (without an errno): the most specific first.
+        try:
+            return func()
+        except MissingConfigException as exc:
+            hint = missing_plugin(exc)
+            if hint is None:
+                raise
+            _report(hint, 2, invalid=True)
+        except ConfigCompositionException as exc:
+            hint = nearest_keys(exc)
+            if hint is None:
+                raise
+            _report(hint, 2, invalid=True)
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRORS:
+                raise
+            _report(describe_write_error(exc), 1)
+
+    return run
+
+
+def guard_hydra() -> None:
+    """Put the wrapper in front of Hydra's `run_and_report` (once; a Hydra without it is
+    left alone)."""
+    try:
+        from hydra._internal import utils
+    except ImportError:
+        return
+    original = getattr(utils, "run_and_report", None)
+    if original is None or getattr(original, "heta_eval_guard", False):
+        return
+
+    def run_and_report(func: Callable[[], Any]) -> Any:
+        return original(_guarded(func))
+
+    run_and_report.heta_eval_guard = True  # type: ignore[attr-defined]
+    utils.run_and_report = run_and_report
