@@ -96,8 +96,9 @@ def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
     parents, children = _runs(root)
     assert len(parents) == 1 and len(children) == 4
     (parent,) = parents
-    assert parent.info.status == "FINISHED", job_logs(root)
-    assert all(r.info.status == "FINISHED" for r in children), job_logs(root)
+    why = proc.stdout + proc.stderr + job_logs(root)
+    assert parent.info.status == "FINISHED", why
+    assert all(r.info.status == "FINISHED" for r in children), why
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert sorted(int(r.data.params["recipe.chunk_size"]) for r in children) == [16, 32, 64, 128]
     assert all("bm25.evidence_recall_at_1" in r.data.metrics for r in children)
@@ -260,7 +261,7 @@ def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_
     proc = run_cli("-m", "hydra/launcher=submitit_local", "recipe.chunk_size=16,32")
     assert proc.returncode == 0, proc.stderr
     (parent,), children = _runs(tmp_path / "outputs")
-    why = proc.stderr + job_logs(tmp_path / "outputs")
+    why = proc.stdout + proc.stderr + job_logs(tmp_path / "outputs")
     assert parent.info.status == "FINISHED", why
     assert parent.data.params["sweep.launcher"] == "submitit_local"
     assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children), why
