@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from heta_eval.redaction import MASK, MIN_PREFIX, redact
+
 # A key names a secret when its last word is one of these (`api_key`, `access_token`,
 # `db_password`), not when it merely contains one (`max_tokens`, `api_key_env`, `author`).
 SECRET_KEY = re.compile(
@@ -31,7 +33,6 @@ SECRET_KEY = re.compile(
 )
 SECRET_SECTIONS = frozenset({"secrets"})
 """Keys under which every value is a secret, whatever its own name."""
-MASK = "***"
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _URL_CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?P<pw>[^/\s@]+)@")
 # Words of an environment variable's name that say its value is a secret.
@@ -42,8 +43,6 @@ _ENV_POINTER_WORDS = frozenset({"PATH", "FILE", "DIR", "ENV", "NAME", "ID", "URL
 # Shorter values are not scrubbed from text: they would mangle unrelated words, and are no
 # real keys.
 MIN_SCRUBBED = 6
-MIN_PREFIX = 8
-"""A leaked prefix this long of a known secret is scrubbed too (an error body cut short)."""
 
 
 _remembered: set[str] = set()  # secret values found in this process's config
@@ -216,21 +215,7 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) < MIN_SCRUBBED:
             continue
-        text = text.replace(secret, MASK)
-        if len(secret) > MIN_PREFIX:
-            text = _scrub_prefixes(text, secret)
-    return text
-
-
-def _scrub_prefixes(text: str, secret: str) -> str:
-    head = secret[:MIN_PREFIX]
-    start = text.find(head)
-    while start != -1:
-        end = start + MIN_PREFIX
-        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
-            end += 1
-        text = text[:start] + MASK + text[end:]
-        start = text.find(head, start + len(MASK))
+        text = redact(text, secret)
     return text
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from heta_eval.endpoints.settings import EndpointSettings
+from heta_eval.redaction import redact
 
 if TYPE_CHECKING:  # httpx is imported when a request is made, not with the package
     import httpx
@@ -42,23 +43,6 @@ MAX_BACKOFF = 30.0
 """Longest exponential backoff sleep between two attempts, in seconds."""
 
 _EXCERPT = 200
-_MASK = "***"
-_MIN_PREFIX = 8  # a leaked prefix this long of a key is masked too (a body cut short)
-
-
-def _redact_prefixes(text: str, secret: str) -> str:
-    """`text` with every run of `_MIN_PREFIX` or more leading characters of `secret` masked.
-
-    (The same rule as heta_eval.config.secrets.scrub; endpoints stay below config.)"""
-    head = secret[:_MIN_PREFIX]
-    start = text.find(head)
-    while start != -1:
-        end = start + _MIN_PREFIX
-        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
-            end += 1
-        text = text[:start] + _MASK + text[end:]
-        start = text.find(head, start + len(_MASK))
-    return text
 
 
 class EndpointError(RuntimeError):
@@ -261,9 +245,7 @@ class OpenAICompatibleClient:
         prefix of 8+ characters of one (a server may echo a key cut short)."""
         for secret in (key, *self._extra_headers.values()):
             if secret and len(secret) >= 4:
-                text = text.replace(secret, _MASK)
-                if len(secret) > _MIN_PREFIX:
-                    text = _redact_prefixes(text, secret)
+                text = redact(text, secret)
         return text
 
     # -- per-loop client -------------------------------------------------------------------
