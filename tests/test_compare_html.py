@@ -14,6 +14,7 @@ import pytest
 
 from heta_eval.compare import compare_reports, write_outputs
 
+from .browser import CHROMIUM, chromium
 from .compare_helpers import binary_pair, synthetic_report
 
 
@@ -69,7 +70,6 @@ def test_plot_text_stays_inside_the_figure() -> None:
             assert fig.bbox.y0 - 1 <= box.y0 and box.y1 <= fig.bbox.y1 + 1, box
 
 
-CHROMIUM = Path("/usr/bin/chromium")
 # Appended to a copy of the page: Chromium writes what the page measures into its title.
 MEASURE = """<script>
 const view = document.documentElement.clientWidth;
@@ -82,27 +82,7 @@ document.title = JSON.stringify({view, page: document.documentElement.scrollWidt
 
 
 def _chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--window-size=1280,1100",
-            "--virtual-time-budget=15000",
-            *args,
-            page.resolve().as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return chromium(page, profile, "--window-size=1280,1100", "--virtual-time-budget=15000", *args)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless Chromium not installed ({CHROMIUM})")

@@ -15,9 +15,10 @@ from mlflow import MlflowClient
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting import REPORT_HTML, render_html, write_html_report
 from heta_eval.reporting.data import WORST_CASES
-from tests.conftest import user_env
 
-CHROMIUM = Path("/usr/bin/chromium")
+from .browser import CHROMIUM, chromium
+from .conftest import user_env
+
 # Three query modes, an extractive answerer and answer metrics: every section has content.
 SAMPLE_RUN = (
     "recipe=bm25_fusion",
@@ -173,26 +174,7 @@ def test_a_report_of_10k_case_results_stays_small(
 def screenshot(page: Path, png: Path) -> subprocess.CompletedProcess[str]:
     """Render `page` with headless Chromium into `png` (1280 x 2400)."""
     profile = png.parent / "chromium-profile"
-    return subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            f"--screenshot={png}",
-            "--window-size=1280,2400",
-            page.resolve().as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return chromium(page, profile, f"--screenshot={png}", "--window-size=1280,2400", timeout=120)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless Chromium not installed ({CHROMIUM})")
