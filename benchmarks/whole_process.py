@@ -12,7 +12,8 @@ paths.root=ROOT`, what the `heta-eval` console script runs):
   MLflow SQLite store, the object store with every document, and the build cache);
 - warm root: one root per checkout, filled by an untimed run before the first round, with
   `runner.resume=false runner.cache=off`, as a sweep's later runs (the MLflow store and the
-  documents exist; the evaluation is done again, nothing is reused).
+  documents exist; the evaluation is done again, nothing is reused);
+- warm root, untracked: the same with `tracking=none`, the harness without MLflow.
 Every run must exit 0 and its report.json (the `report: PATH` line) must hold nDCG@10; the
 floor's nDCG@10 comes from its JSON. A failed run is shown with its output and left out of
 the medians (the script then exits 1); a checkout whose untimed first run fails is not timed.
@@ -47,7 +48,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, RESULTS, SCIFACT, print_table, scratch_dir, write_json
 from run_all import disk_probe, machine
 
-VARIANTS = ("fresh root", "warm root")
+# The warm root's overrides; "untracked" also leaves MLflow out (`tracking=none`), which
+# separates the harness's own cost from tracking's.
+WARM = ("runner.resume=false", "runner.cache=off")
+VARIANTS = ("fresh root", "warm root", "warm root, untracked")
 COLUMNS = [
     "process",
     "ok",
@@ -251,11 +255,14 @@ def main() -> None:
             outcome = run_heta_eval(tree, data, fresh)
             shutil.rmtree(fresh, ignore_errors=True)
             runs[(tree.label, "fresh root")].append(outcome)
-            warm = run_heta_eval(
-                tree, data, tree.warm_root, "runner.resume=false", "runner.cache=off"
-            )
+            warm = run_heta_eval(tree, data, tree.warm_root, *WARM)
             runs[(tree.label, "warm root")].append(warm)
-            line.append(f"{tree.label} fresh {cell(outcome)}, warm {cell(warm)}")
+            untracked = run_heta_eval(tree, data, tree.warm_root, *WARM, "tracking=none")
+            runs[(tree.label, "warm root, untracked")].append(untracked)
+            line.append(
+                f"{tree.label} fresh {cell(outcome)}, warm {cell(warm)}, "
+                f"untracked {cell(untracked)}"
+            )
         print(" · ".join(line), flush=True)
         for outcome in [floor_runs[-1], *(r[-1] for r in runs.values())]:
             if outcome.error:

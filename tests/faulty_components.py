@@ -54,23 +54,33 @@ class ScoreFailsForCase(Evaluator):
 
 class SlowQueries:
     """A BM25 index (same settings as BM25Index) that takes `seconds` per query, so that a
-    run can be interrupted halfway."""
+    run can be interrupted halfway. With `after_file` (a glob), queries wait until a file
+    matches it: `{root}/state/*/tracking.json` holds them until the run's tracking run
+    exists (MLflow starts in a worker while the run goes on)."""
 
-    def __init__(self, seconds: float = 0.05, **bm25: object) -> None:
+    def __init__(self, seconds: float = 0.05, after_file: str | None = None, **bm25: object):
         self.seconds = seconds
+        self.after_file = after_file
         self.bm25 = BM25Index(**bm25)  # type: ignore[arg-type]
 
     def build(self, chunks: Sequence[Chunk]) -> SlowQueries._Built:
-        return SlowQueries._Built(self.bm25.build(chunks), self.seconds)
+        return SlowQueries._Built(self.bm25.build(chunks), self.seconds, self.after_file)
 
     class _Built:
-        def __init__(self, inner: object, seconds: float) -> None:
+        def __init__(self, inner: object, seconds: float, after_file: str | None) -> None:
             self.inner = inner
             self.seconds = seconds
+            self.after_file = after_file
 
         def search(self, queries: Sequence[str], top_k: int) -> list[Hits]:
+            import glob
             import time
 
+            deadline = time.monotonic() + 180
+            while self.after_file and not glob.glob(self.after_file):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"nothing matched {self.after_file} in 180 s")
+                time.sleep(0.05)
             time.sleep(self.seconds * len(queries))
             return self.inner.search(queries, top_k)  # type: ignore[attr-defined]
 

@@ -67,6 +67,10 @@ def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_report(tmp_path: Pat
     victim.send_signal(signal.SIGKILL)
     victim.communicate()
     assert 12 <= lines < 49  # killed halfway: some results journaled, not all
+    # The tracking run is created by a worker process while the run goes on; killed before
+    # it was saved, the worker still creates and saves it, for the rerun to continue.
+    while time.monotonic() < deadline and not list(journals.glob("*/tracking.json")):
+        time.sleep(0.05)
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
     (killed,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])

@@ -89,7 +89,8 @@ def test_a_parallel_sweep_on_the_mlflow_server_finishes_every_job_under_one_pare
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 1 and len(children) == 8, [r.info.run_name for r in runs]
     (parent,) = parents
-    assert parent.info.status == "FINISHED"
+    said = proc.stdout + proc.stderr + job_logs(root)
+    assert parent.info.status == "FINISHED", said
     assert parent.data.metrics["sweep.jobs_finished"] == 8
     assert parent.data.metrics["sweep.jobs_failed"] == 0
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)

@@ -52,8 +52,10 @@ def document_count(plans: Sequence[UnitPlan]) -> int:
 
 def unit_sources(plan: UnitPlan, keys: DocumentKeys) -> list[RawSource]:
     """The stored documents of one unit, as its build reads them."""
+    # Not validated again: every field comes from a validated document or the store's key
+    # (validating 5k sources cost 0.1-0.3 s of a SciFact run's critical path).
     return [
-        RawSource(
+        RawSource.model_construct(
             key=keys[d.document_id][0],
             document_id=d.document_id,
             media_type=d.media_type,

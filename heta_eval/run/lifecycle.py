@@ -173,7 +173,6 @@ class RunLifecycle:
         state: RunState,
     ) -> EvaluationReport:
         from heta_eval.records import TrackingRef
-        from heta_eval.run.artifacts import write_run_artifacts
         from heta_eval.run.failures import check_failure_rate
 
         journal = state.journal()
@@ -181,11 +180,11 @@ class RunLifecycle:
         previous = state.tracking_run(self.tracker.uri)
         if previous is None or not self.tracker.resume(previous):
             if self.worker is not None:
-                # Nothing waits for MLflow here: the worker saves the run id itself. The
-                # runner waits for it once the documents are written: a run killed while
-                # evaluating has its tracking run, which its rerun continues.
+                # Nothing waits for MLflow here: the worker creates the run and saves its id
+                # into the run state itself, also when this process is killed after sending
+                # `start` (the worker reads its input to the end), so that a rerun continues
+                # that run. The first wait is for the report's tracking reference.
                 self._start_tracking(state_dir=state.directory)
-                runner.before_units = lambda: self.tracker.run_id
             else:
                 self._start_tracking()
                 state.save_tracking_run(self.tracker.uri, self.tracker.run_id)
@@ -195,11 +194,7 @@ class RunLifecycle:
             report = report.model_copy(
                 update={"run": report.run.model_copy(update={"tracking": tracking})}
             )
-            if self.worker is not None:
-                self.worker.prepare_report(report)  # read there while the files are written
-            paths = write_run_artifacts(
-                report, self.settings.output_dir, self.components.resolved, self.renderer
-            )
+            paths = self._write_artifacts(report)
             self.tracker.log_report(report, paths)
             state.mark_completed(paths["report"], report, self.tracker.run_id)
             check_failure_rate(report, self.settings.max_failure_rate)
@@ -216,7 +211,6 @@ class RunLifecycle:
     def _reuse(self, marker: CompletionMarker, previous: EvaluationReport) -> EvaluationReport:
         """The same identity finished before: the same result, tracked as a run of its own."""
         from heta_eval.records import ReusedFrom, TrackingRef
-        from heta_eval.run.artifacts import write_run_artifacts
         from heta_eval.run.failures import check_failure_rate
 
         source = ReusedFrom(
@@ -254,12 +248,8 @@ class RunLifecycle:
             }
         )
         report = previous.model_copy(update={"run": run})
-        if self.worker is not None:
-            self.worker.prepare_report(report)
         try:
-            paths = write_run_artifacts(
-                report, self.settings.output_dir, self.components.resolved, self.renderer
-            )
+            paths = self._write_artifacts(report)
             self.tracker.log_report(report, paths)
             check_failure_rate(report, self.settings.max_failure_rate)
         except BaseException as exc:
@@ -267,6 +257,18 @@ class RunLifecycle:
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)
+
+    def _write_artifacts(self, report: EvaluationReport) -> dict[str, Path]:
+        """The run's files; the report is serialised once, for both workers, which read it
+        while this process writes report.json."""
+        from heta_eval.run.artifacts import write_run_artifacts
+
+        report_json = report.model_dump_json()
+        if self.worker is not None:
+            self.worker.prepare_report(report, report_json)
+        return write_run_artifacts(
+            report, self.settings.output_dir, self.components.resolved, self.renderer, report_json
+        )
 
     # -- tracking ---------------------------------------------------------------------------
 

@@ -19,30 +19,16 @@ import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
+from heta_eval.run.process_alive import process_gone
+
 POLL_SECONDS = 1.0
-
-
-def _gone(pid: int) -> bool:
-    """Whether `pid` has exited (a zombie, not yet reaped, has exited)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    with (
-        contextlib.suppress(OSError, IndexError),
-        open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat,
-    ):
-        return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    return False
 
 
 def _watch(run_pid: int, pidfd: int | None) -> None:
     if pidfd is not None:
         select.select([pidfd], [], [])  # readable once the process has exited
     else:
-        while not _gone(run_pid):
+        while not process_gone(run_pid):
             threading.Event().wait(POLL_SECONDS)
     os._exit(1)
 
@@ -54,7 +40,7 @@ def die_with_run(run_pid: int) -> None:
     pidfd = None
     with contextlib.suppress(OSError, AttributeError):  # Linux >= 5.3 only
         pidfd = os.pidfd_open(run_pid)
-    if _gone(run_pid):
+    if process_gone(run_pid):
         os._exit(1)
     threading.Thread(target=_watch, args=(run_pid, pidfd), name="run-watch", daemon=True).start()
 

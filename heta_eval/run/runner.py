@@ -12,7 +12,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -160,9 +160,6 @@ class BenchmarkRunner:
         self.progress = progress or ProgressReporter(settings.progress)
         self.query_modes = check_run_arguments(recipe, self.evaluators, settings)
         self.top_k = resolve_top_k(settings, benchmark)
-        # Called once the documents are written, before any unit is built or queried (the
-        # lifecycle waits there for a tracking run started in the background).
-        self.before_units: Callable[[], object] | None = None
 
     def unit_evaluator(self) -> UnitEvaluator:
         """The picklable part of this runner that evaluates single units."""
@@ -340,10 +337,6 @@ class BenchmarkRunner:
                 )
                 stage.advance(len(keys) + len(document_errors))
             write_seconds = time.perf_counter() - clock
-            if self.before_units is not None:
-                waited = time.perf_counter()
-                self.before_units()
-                clock += time.perf_counter() - waited  # not the evaluation's time
             kb_name = f"{manifest.name}-{self.recipe.name}"
             with self.progress.stage("units", len(plans), "units") as units:
                 outcomes = await self._run_units(

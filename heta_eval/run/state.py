@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 
 DONE = "done.json"
 TRACKING = "tracking.json"
+STARTING = "tracking.starting.json"
+# How long a rerun waits for the tracking run a killed attempt's worker is still creating.
+STARTING_WAIT_SECONDS = 120.0
 JOURNAL = "journal.jsonl"
 REPORT = "report.json"
 
@@ -51,6 +55,15 @@ class TrackingMarker(Record):
 
     uri: str | None
     run_id: str
+
+
+class TrackingStart(Record):
+    """A tracking run a worker process is creating for this attempt: until the worker has
+    saved its id (or is gone), a rerun waits for it rather than open a second run."""
+
+    uri: str | None
+    pid: int
+    start_ticks: int | None = Field(default=None, description="tells a reused pid apart")
 
 
 @contextlib.contextmanager
@@ -130,7 +143,10 @@ class RunState:
         return marker, report
 
     def tracking_run(self, uri: str | None) -> str | None:
-        """The tracking run an interrupted attempt started at `uri`, to continue it."""
+        """The tracking run an interrupted attempt started at `uri`, to continue it. When
+        that attempt was killed while its tracker worker was still creating the run, the
+        worker goes on and saves it: this waits for that (or for the worker's end)."""
+        _await_tracking_start(self.directory, uri)
         try:
             marker = TrackingMarker.model_validate_json((self.directory / TRACKING).read_bytes())
         except (OSError, ValidationError):
@@ -177,6 +193,41 @@ def save_tracking_run(directory: Path, uri: str | None, run_id: str | None) -> N
     tracker worker process calls it once it has started the run)."""
     if run_id:
         _write(directory, TRACKING, TrackingMarker(uri=uri, run_id=run_id).model_dump_json())
+    with contextlib.suppress(FileNotFoundError):
+        (directory / STARTING).unlink()
+
+
+def note_tracking_start(directory: Path, uri: str | None, pid: int) -> None:
+    """Record, before asking it, that the worker process `pid` is creating this attempt's
+    tracking run (`save_tracking_run` clears it)."""
+    from heta_eval.run.process_alive import process_start_ticks
+
+    start = TrackingStart(uri=uri, pid=pid, start_ticks=process_start_ticks(pid))
+    _write(directory, STARTING, start.model_dump_json())
+
+
+def _await_tracking_start(directory: Path, uri: str | None) -> None:
+    from heta_eval.run.process_alive import same_process_running
+
+    path = directory / STARTING
+    try:
+        start = TrackingStart.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return
+    if start.uri == uri and same_process_running(start.pid, start.start_ticks):
+        log.info(
+            "waiting for the tracking run the interrupted attempt's worker (pid %d) is "
+            "creating, to continue it",
+            start.pid,
+        )
+        deadline = time.monotonic() + STARTING_WAIT_SECONDS
+        while path.exists() and same_process_running(start.pid, start.start_ticks):
+            if time.monotonic() > deadline:
+                log.warning("the tracking worker pid %d did not finish; not waiting", start.pid)
+                break
+            time.sleep(0.05)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # saved by now, or never will be
 
 
 def _write(directory: Path, name: str, text: str) -> None:

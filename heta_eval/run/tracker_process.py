@@ -5,9 +5,10 @@ in a thread of the run's process they would hold the GIL the benchmark load need
 `TrackerProcess` starts `python -m heta_eval.run.tracker_worker` when the run starts (or
 adopts the one `heta-eval` started before composing its configuration), which does all of
 that on another core while this process loads and evaluates: `start` is sent without
-waiting (the worker saves the run id into the run state itself; the runner waits for it
-once the documents are written, before building and querying), and only the calls that need
-an answer (`resume`, `log_report`, `end`, `describe`, reading `run_id`) wait.
+waiting (the worker saves the run id into the run state itself, and reads its input to the
+end even when this process is gone, so a killed run's rerun continues that run), and only
+the calls that need an answer (`resume`, `log_report`, `end`, `describe`, reading `run_id`)
+wait: the first is reading `run_id` for the report, once the evaluation is done.
 
 The worker has its own pipes: nothing of ours is inherited, so a killed run leaves no
 process holding its output open, and the worker, seeing its input close, exits without
@@ -150,6 +151,11 @@ class TrackerProcess:
         self._begun = ("start", (kwargs, state_dir))
         if not self._in_process:
             try:
+                if state_dir is not None and self._worker is not None:
+                    from heta_eval.run.state import note_tracking_start
+
+                    # A rerun after this process is killed waits for what the worker saves.
+                    note_tracking_start(state_dir, self.uri, self._worker.pid)
                 self._send({"op": "start", **kwargs, "state_dir": state_dir and str(state_dir)})
                 return
             except _WorkerGone as gone:
@@ -166,12 +172,13 @@ class TrackerProcess:
                 self._fail_over(gone)
         return self._local.resume(run_id)
 
-    def prepare_report(self, report: EvaluationReport) -> None:
-        """Send `report` ahead of `log_report`, for the worker to read it meanwhile."""
+    def prepare_report(self, report: EvaluationReport, report_json: str | None = None) -> None:
+        """Send `report` ahead of `log_report`, for the worker to read it meanwhile
+        (`report_json`: its `model_dump_json()`, when the caller has it already)."""
         if self._in_process:
             return
         try:
-            self._send({"op": "report", "report": report.model_dump_json()})
+            self._send({"op": "report", "report": report_json or report.model_dump_json()})
             self._prepared = report
         except _WorkerGone as gone:
             self._fail_over(gone)

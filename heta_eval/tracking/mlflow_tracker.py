@@ -6,6 +6,7 @@ import logging
 import os
 import statistics
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,14 @@ from heta_eval.tracking.outbox import LOCAL_PREFIX, Outbox, OutboxEntry
 log = logging.getLogger(__name__)
 CASE_TABLE = "case_results.json"
 TOP_DOCUMENTS = 5  # distinct retrieved document ids shown per case in the table
+# A dataset inserted by a concurrent run: PostgreSQL, SQLite and MySQL's words for it.
+DUPLICATE_KEY_MARKERS = (
+    "UniqueViolation",
+    "duplicate key",
+    "UNIQUE constraint failed",
+    "Duplicate entry",
+)
+DATASET_ATTEMPTS = 4
 # MLflow reads these at each request; the tracking config bounds them (MLflow's defaults
 # retry a dead server for minutes).
 HTTP_SETTINGS = {
@@ -329,7 +338,7 @@ class MlflowTracker:
                     benchmark_dataset(report),
                     tags=[InputTag("mlflow.data.context", "evaluation")],
                 )
-                self.client.log_inputs(self.run_id, datasets=[dataset])
+                self._log_dataset(dataset)
                 if self.log_case_table and report.case_results:
                     self.client.log_table(
                         self.run_id, data=case_table(report), artifact_file=CASE_TABLE
@@ -343,6 +352,24 @@ class MlflowTracker:
         # Everything again, even what reached the server: a sync sends each item once.
         # (The dataset input is not kept: the benchmark is in the tags and params.)
         self._keep_report(metrics, report, artifacts, params, tags)
+
+    def _log_dataset(self, dataset: Any) -> None:
+        """Log the run's dataset input. MLflow stores a dataset once per experiment, found or
+        inserted by each request: runs of a parallel sweep logging the same benchmark at
+        the same moment can both insert it, and the second fails on the unique key. The
+        dataset then exists, so that request is made again (a few times, briefly)."""
+        for attempt in range(DATASET_ATTEMPTS):
+            try:
+                self.client.log_inputs(self.run_id, datasets=[dataset])
+                return
+            except Exception as exc:
+                text = str(exc)
+                if attempt + 1 == DATASET_ATTEMPTS or not any(
+                    marker in text for marker in DUPLICATE_KEY_MARKERS
+                ):
+                    raise
+                log.debug("dataset input logged concurrently by another run (%s); again", text)
+                time.sleep(0.2 * (attempt + 1))
 
     def _report_rejected(self) -> None:
         """Say which items MLflow could not take (the rest was logged), in the log and on

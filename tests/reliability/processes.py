@@ -20,6 +20,13 @@ from ..conftest import REPO, user_env
 SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
 
 
+def after_tracking(root: Path) -> str:
+    """The override that holds SLOW_INDEX's queries until the run's tracking run is saved
+    (the tracker worker starts it while the run goes on), so a kill halfway through the
+    queries finds a tracking run to end or continue."""
+    return f"+recipe.indexes.bm25.after_file='{root}/state/*/tracking.json'"
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment of a CLI subprocess: no MLFLOW_* of ours, tests/ importable."""
     env = user_env()

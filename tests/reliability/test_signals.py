@@ -18,7 +18,7 @@ import pytest
 from heta_eval import EvaluationReport
 
 from .conftest import mlflow_runs
-from .processes import SLOW_INDEX, cli_env, run_cli
+from .processes import SLOW_INDEX, after_tracking, cli_env, run_cli
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 
@@ -87,7 +87,8 @@ def test_a_signal_ends_the_run_killed_and_the_rerun_resumes(
     tmp_path: Path, signum: signal.Signals, status: int
 ) -> None:
     root = tmp_path / "outputs"
-    victim = _start(root, tmp_path, *ARGS)
+    args = (*ARGS, after_tracking(root))
+    victim = _start(root, tmp_path, *args)
     _journaled(root, victim, 12)
     if signum == signal.SIGINT:
         os.killpg(victim.pid, signum)  # Ctrl-C: the whole foreground process group
@@ -106,7 +107,7 @@ def test_a_signal_ends_the_run_killed_and_the_rerun_resumes(
     (journal,) = (root / "state").glob("*/journal.jsonl")
     assert journal.read_text().endswith("\n")  # flushed, no torn line
 
-    rerun = run_cli(root, tmp_path, *ARGS)
+    rerun = run_cli(root, tmp_path, *args)
     assert rerun.returncode == 0, rerun.stderr
     report = EvaluationReport.read_json(rerun.report_path)
     assert 10 <= report.run.resumed_cases < len(report.case_results)

@@ -21,7 +21,7 @@ from heta_eval.run.tracker_process import TrackerProcess
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
 from .conftest import mlflow_runs
-from .processes import SLOW_INDEX, run_cli, start_cli
+from .processes import SLOW_INDEX, after_tracking, run_cli, start_cli
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -59,6 +59,7 @@ def test_a_killed_run_leaves_no_worker_and_its_rerun_continues_the_same_run(
         SLOW_INDEX,
         "+recipe.indexes.bm25.seconds=0.05",
         "runner.max_concurrent_queries=1",
+        after_tracking(root),
     )
     victim = start_cli(root, tmp_path, *args)
     deadline = time.monotonic() + 180
@@ -140,3 +141,53 @@ def test_a_worker_that_dies_mid_run_is_replaced_and_the_run_continues(
     assert run.info.status == "FINISHED"
     assert run.data.params == {"a": "1"} and run.data.tags["t"] == "v"
     assert len(mlflow_runs(tmp_path)) == 1
+
+
+def test_a_rerun_waits_for_the_tracking_run_a_killed_attempts_worker_is_creating(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Killed right after asking its worker to start the run, an attempt leaves the worker
+    creating it; the rerun waits for the id that worker saves (a second of MLflow later),
+    never opening a second run beside it. A marker whose worker is gone is dropped."""
+    import subprocess
+    import sys
+
+    from heta_eval.records import RunIdentity
+    from heta_eval.run.state import RunState, note_tracking_start
+
+    identity = RunIdentity(digest="d" * 64, config="c" * 64, data="e" * 64, code="f" * 64)
+    state = RunState(tmp_path / "state", identity)
+    uri = "sqlite:///somewhere/mlflow.db"
+    # Stands in for the worker: saves the run's id a second after it starts, as
+    # tracker_worker does once MLflow has created the run.
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; time.sleep(1.0); "
+            "from heta_eval.run.state import save_tracking_run; "
+            "save_tracking_run(Path(sys.argv[1]), sys.argv[2], 'run-of-the-killed-attempt')",
+            str(state.directory),
+            uri,
+        ]
+    )
+    try:
+        note_tracking_start(state.directory, uri, worker.pid)
+        started = time.monotonic()
+        with caplog.at_level(logging.INFO, logger="heta_eval"):
+            assert state.tracking_run(uri) == "run-of-the-killed-attempt"
+        assert time.monotonic() - started >= 0.5  # it waited for the worker
+        assert f"worker (pid {worker.pid}) is creating" in caplog.text
+    finally:
+        worker.wait(timeout=60)
+    assert not (state.directory / "tracking.starting.json").exists()
+
+    # A worker that died before saving anything: nothing to wait for, the marker goes.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (state.directory / "tracking.json").unlink()
+    note_tracking_start(state.directory, uri, gone.pid)
+    started = time.monotonic()
+    assert state.tracking_run(uri) is None
+    assert time.monotonic() - started < 0.5
+    assert not (state.directory / "tracking.starting.json").exists()

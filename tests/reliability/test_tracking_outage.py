@@ -27,6 +27,7 @@ from .processes import (
     SLOW_INDEX,
     Finished,
     MlflowServer,
+    after_tracking,
     cli_env,
     free_port,
     mlflow_server,
@@ -184,6 +185,7 @@ def test_server_killed_mid_run_then_synced_into_the_same_run(tmp_path: Path) -> 
             "+recipe.indexes.bm25.seconds=0.1",
             "runner.max_concurrent_queries=1",
             "runner.limit=30",
+            after_tracking(root),
         )
         # Mid-run: the server has the run and its params, and queries have started (the
         # journal has results); 30 queries at 0.1 s leave seconds before the run ends.
