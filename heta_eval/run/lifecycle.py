@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from heta_eval import __version__
 from heta_eval.async_run import run_sync
 from heta_eval.run.artifacts import HtmlRenderer
+from heta_eval.run.units import heap_frozen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -189,7 +190,9 @@ class RunLifecycle:
                 self._start_tracking()
                 state.save_tracking_run(self.tracker.uri, self.tracker.run_id)
         try:
-            report = await runner.evaluate(loaded, identity=identity)
+            # What is loaded lives until the report: kept out of the collector's full passes.
+            with heap_frozen():
+                report = await runner.evaluate(loaded, identity=identity)
             tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)
             report = report.model_copy(
                 update={"run": report.run.model_copy(update={"tracking": tracking})}

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,10 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_frozen = threading.Lock()
+_frozen_depth = 0
+
+
 @contextlib.contextmanager
 def heap_frozen() -> Iterator[None]:
     """Keep the objects that exist now out of the cyclic collector's passes for a while.
@@ -105,13 +110,20 @@ def heap_frozen() -> Iterator[None]:
     full collections they trigger would also walk everything already loaded (the
     benchmark's documents and cases), a tenth of a SciFact build. Frozen objects are only
     skipped, not lost: new garbage cycles (a PDF reader's) are still collected, and the
-    frozen objects are handed back to the collector after.
+    frozen objects are handed back to the collector when the outermost of nested (or
+    concurrent) uses ends.
     """
-    gc.freeze()
+    global _frozen_depth
+    with _frozen:
+        gc.freeze()
+        _frozen_depth += 1
     try:
         yield
     finally:
-        gc.unfreeze()
+        with _frozen:
+            _frozen_depth -= 1
+            if _frozen_depth == 0:
+                gc.unfreeze()
 
 
 def without_identical_ids(response: QueryResponse, case_id: str, top_k: int) -> QueryResponse:
