@@ -204,6 +204,9 @@ def exit_without_teardown() -> None:
     ):
         return
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # output closed early (`heta-eval | head`): the normal way
+        return
     os._exit(0)
