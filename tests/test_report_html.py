@@ -111,6 +111,20 @@ def test_worst_cases_show_the_expected_answer_evidence_and_provenance(
     assert "<b>answer given:</b>" in row
 
 
+def test_the_page_a_run_writes_is_the_page_drawn_in_one_process(
+    sample_run: tuple[Path, EvaluationReport], tmp_path: Path
+) -> None:
+    """The run renders the text itself and has a worker process draw the figures from their
+    data: the page it wrote is the one drawn here in one go, figure for figure."""
+    run_dir, report = sample_run
+    written = (run_dir / REPORT_HTML).read_text(encoding="utf-8")
+    here = write_html_report(report, tmp_path / REPORT_HTML).read_text(encoding="utf-8")
+    assert "heta-figure" not in written
+    # The summary, one histogram per metric and the latencies.
+    assert written.count("data:image/png;base64,") >= 3
+    assert written == here
+
+
 def test_text_from_data_is_escaped(sample_run: tuple[Path, EvaluationReport]) -> None:
     _, report = sample_run
     first = report.case_results[0]

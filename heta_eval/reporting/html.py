@@ -8,7 +8,6 @@ knowledge bases, MAX_ERRORS failures).
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from heta_eval.config.secrets import mask_secrets
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting import data, plots
 from heta_eval.reporting.cases import worst_cases_section
+from heta_eval.reporting.figures import FigureSet
 from heta_eval.reporting.markup import cut as _cut
 from heta_eval.reporting.markup import escape_text as _e
 from heta_eval.reporting.markup import num as _num
@@ -58,11 +58,6 @@ pre { background: var(--head); padding: 0.8em; overflow-x: auto; font-size: 0.85
 """
 
 
-def _img(png: bytes, alt: str) -> str:
-    encoded = base64.b64encode(png).decode("ascii")
-    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{encoded}">'
-
-
 def _mode_label(report: EvaluationReport, mode: str, index: int) -> str:
     swatch = f'<span class="swatch" style="background:{plots.color(index)}"></span>'
     primary = " (primary)" if mode == report.primary_query_mode else ""
@@ -96,7 +91,9 @@ def _nav(sections: list[tuple[str, str]]) -> str:
     return f"<nav>{links}</nav>"
 
 
-def _headline(report: EvaluationReport, metrics: list[str], modes: list[str]) -> str:
+def _headline(
+    report: EvaluationReport, metrics: list[str], modes: list[str], figures: FigureSet
+) -> str:
     head = "".join(f"<th>{_mode_label(report, m, i)}</th>" for i, m in enumerate(modes))
     rows = []
     cells: dict[tuple[str, str], tuple[float, float | None, float | None]] = {}
@@ -135,18 +132,26 @@ def _headline(report: EvaluationReport, metrics: list[str], modes: list[str]) ->
         f'<p class="muted">Each cell: mean over the scored cases with its {confidence:.0%} '
         "bootstrap confidence interval; skipped and undetermined cases are not averaged in.</p>"
     )
-    plot = (
-        _img(plots.summary_plot(metrics, modes, cells, confidence), "metric means") if cells else ""
-    )
+    summary = {
+        "kind": "summary",
+        "metrics": metrics,
+        "modes": modes,
+        "cells": [[mode, metric, *cell] for (mode, metric), cell in cells.items()],
+        "confidence": confidence,
+    }
+    plot = figures.add(summary, "metric means") if cells else ""
     return f'<section id="metrics"><h2>Metrics</h2>{table}<div class="plots">{plot}</div></section>'
 
 
-def _distributions(report: EvaluationReport, metrics: list[str], modes: list[str]) -> str:
+def _distributions(
+    report: EvaluationReport, metrics: list[str], modes: list[str], figures: FigureSet
+) -> str:
     images = []
     for metric in metrics:
         values = {mode: data.metric_values(report, mode, metric) for mode in modes}
         if any(values.values()):
-            images.append(_img(plots.histogram(metric, values), f"distribution of {metric}"))
+            spec = {"kind": "histogram", "metric": metric, "values": values}
+            images.append(figures.add(spec, f"distribution of {metric}"))
     body = "".join(images) or '<p class="muted">No scored cases.</p>'
     return (
         '<section id="distributions"><h2>Distributions over cases</h2>'
@@ -154,7 +159,7 @@ def _distributions(report: EvaluationReport, metrics: list[str], modes: list[str
     )
 
 
-def _latency(report: EvaluationReport, modes: list[str]) -> str:
+def _latency(report: EvaluationReport, modes: list[str], figures: FigureSet) -> str:
     by_mode = {mode: data.latencies(report, mode) for mode in modes}
     rows = []
     for i, mode in enumerate(modes):
@@ -175,7 +180,7 @@ def _latency(report: EvaluationReport, modes: list[str]) -> str:
         "<table><thead><tr><th>query mode</th><th>queries</th><th>mean ms</th><th>p50 ms</th>"
         f"<th>p95 ms</th><th>max ms</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
-    plot = _img(plots.latency_plot(by_mode), "query latency")
+    plot = figures.add({"kind": "latency", "latencies": by_mode}, "query latency")
     return f'<section id="latency"><h2>Latency</h2>{table}<div class="plots">{plot}</div></section>'
 
 
@@ -261,14 +266,16 @@ def _configuration(report: EvaluationReport) -> str:
     )
 
 
-def render_html(report: EvaluationReport) -> str:
-    """The whole report page as one self-contained HTML string."""
+def render_html(report: EvaluationReport, figures: FigureSet | None = None) -> str:
+    """The whole report page as one self-contained HTML string; its figures are drawn here,
+    or, with a collecting `figures`, left as placeholders for `figures.fill`."""
+    figures = figures or FigureSet()
     metrics = data.metric_names(report)
     modes = data.ordered_modes(report)
     sections = [
-        ("metrics", "Metrics", _headline(report, metrics, modes)),
-        ("distributions", "Distributions", _distributions(report, metrics, modes)),
-        ("latency", "Latency", _latency(report, modes)),
+        ("metrics", "Metrics", _headline(report, metrics, modes, figures)),
+        ("distributions", "Distributions", _distributions(report, metrics, modes, figures)),
+        ("latency", "Latency", _latency(report, modes, figures)),
         ("slices", "Slices", _slices(report, metrics, modes)),
         ("worst", "Worst cases", worst_cases_section(report, metrics)),
         ("errors", "Failures", _errors(report)),
@@ -289,8 +296,13 @@ def render_html(report: EvaluationReport) -> str:
 
 def write_html_report(report: EvaluationReport, path: Path) -> Path:
     """Write `render_html(report)` to `path` atomically (temp file + rename)."""
+    return write_page(render_html(report), path)
+
+
+def write_page(page: str, path: Path) -> Path:
+    """Write a rendered page to `path` atomically (temp file + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)
     return path

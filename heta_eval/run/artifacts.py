@@ -8,7 +8,9 @@ import happens on another core while the benchmark loads and the recipe is evalu
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import logging
 import subprocess
 import sys
@@ -17,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records import EvaluationReport
-from heta_eval.reporting import REPORT_HTML, write_html_report
+from heta_eval.reporting import REPORT_HTML, render_html
+from heta_eval.reporting.figures import FigureSet, draw
+from heta_eval.reporting.html import write_page
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +31,20 @@ RENDER_TIMEOUT = 600  # seconds; a report of 100k cases draws in well under a mi
 
 
 class HtmlRenderer:
-    """Renders report.html in a worker process started ahead of time
+    """Renders report.html, its figures drawn by a worker process started ahead of time
     (`python -m heta_eval.run.html_worker`), which imports matplotlib while the run goes on.
 
-    `submit` hands the worker the report (as JSON, the same text the tracker worker gets)
-    before report.json is written, so that it reads and draws while this process writes;
-    `finish` waits for the page. The worker talks through its own pipes and ends when this
-    process does (its input closes), so a killed run leaves nothing behind. A failure to
-    render is logged and never fails the run; without a worker, the report is drawn here.
+    `submit` renders the page's text here, leaving placeholders, and sends the worker the
+    figures as data (a few kilobytes, not the report), so that it draws while this process
+    writes report.json; `finish` puts the figures in and writes the page. The worker talks
+    through its own pipes and ends when this process does (its input closes), so a killed
+    run leaves nothing behind. A failure to render is logged and never fails the run;
+    without a worker, the figures are drawn in this process.
     """
 
     def __init__(self) -> None:
         self._worker: subprocess.Popen[str] | None = None
-        self._submitted: tuple[EvaluationReport, Path] | None = None
+        self._submitted: tuple[str, FigureSet, Path] | None = None
 
     def start(self) -> None:
         """Start the worker."""
@@ -54,34 +59,31 @@ class HtmlRenderer:
         except OSError as exc:
             log.debug("report.html worker not started (%s); drawing in-process", exc)
 
-    def submit(self, report: EvaluationReport, html: Path, report_json: str | None = None) -> None:
-        """Start drawing `html` from `report` (`report_json`: its `model_dump_json()`, when
-        the caller has it already)."""
-        self._submitted = (report, html)
+    def submit(self, report: EvaluationReport, html: Path) -> None:
+        """Render `html`'s text and start drawing its figures."""
+        figures = FigureSet(collect=True)
+        self._submitted = (render_html(report, figures), figures, html)
         worker = self._worker
         if worker is None or worker.stdin is None:
             return
         try:
-            worker.stdin.write(f"{html}\n{report_json or report.model_dump_json()}\n")
+            worker.stdin.write(json.dumps(figures.specs) + "\n")
             worker.stdin.flush()  # `finish` (communicate) closes it
         except OSError as exc:  # the worker is gone: draw here
-            log.debug("report.html worker did not take the report (%s)", exc)
+            log.debug("report.html worker did not take the figures (%s)", exc)
             self.close()
 
     def finish(self) -> Path:
-        """The drawn page; raises with the reason when drawing failed."""
+        """Write the page; raises with the reason when drawing failed."""
         if self._submitted is None:
             raise RuntimeError("HtmlRenderer.finish called before submit")
-        (report, html), self._submitted = self._submitted, None
+        (page, figures, html), self._submitted = self._submitted, None
         worker, self._worker = self._worker, None
         if worker is None:
-            return write_html_report(report, html)
-        out, err = worker.communicate(timeout=RENDER_TIMEOUT)
-        status, _, detail = out.strip().partition(" ")
-        if worker.returncode != 0 or status != "ok":
-            last = (err.strip().splitlines() or ["the report.html worker failed"])[-1]
-            raise RuntimeError(detail or last)
-        return Path(detail)
+            pngs = [draw(spec) for spec in figures.specs]
+        else:
+            pngs = _drawn(*worker.communicate(timeout=RENDER_TIMEOUT))
+        return write_page(figures.fill(page, pngs), html)
 
     def close(self) -> None:
         """Stop a worker that was not used (or is no longer)."""
@@ -93,30 +95,45 @@ class HtmlRenderer:
                 worker.communicate()
 
 
+def _drawn(out: str, err: str) -> list[bytes]:
+    """The worker's figures from its answer; raises with its reason when it failed."""
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and isinstance(answer.get("pngs"), list):
+        return [base64.b64decode(png) for png in answer["pngs"]]
+    if isinstance(answer, dict) and answer.get("error"):
+        raise RuntimeError(str(answer["error"]))
+    raise RuntimeError((err.strip().splitlines() or ["the report.html worker failed"])[-1])
+
+
 def write_run_artifacts(
     report: EvaluationReport,
     out: Path,
     resolved: Mapping[str, Any],
     renderer: HtmlRenderer | None = None,
-    report_json: str | None = None,
 ) -> dict[str, Path]:
     """Write the run's files into `out`; returns them by role (report, config, html).
 
-    `report_json` is the report's `model_dump_json()` when the caller has it (the drawing
-    worker reads it instead of the written file). report.html is a view: a failure to
-    render it is logged, never fatal."""
+    report.html is a view: a failure to render it is logged, never fatal."""
     from omegaconf import OmegaConf
 
     out.mkdir(parents=True, exist_ok=True)
     html = out / REPORT_HTML
     renderer = renderer or HtmlRenderer()
-    renderer.submit(report, html, report_json)  # drawn while the files below are written
+    try:
+        renderer.submit(report, html)  # its figures are drawn while the files below are written
+    except Exception as exc:
+        log.warning("could not render %s: %s: %s", html, type(exc).__name__, exc)
+        renderer = None
     artifacts = {"report": report.write_json(out / REPORT_JSON)}
     config = out / RESOLVED_CONFIG
     config.write_text(OmegaConf.to_yaml(dict(resolved)), encoding="utf-8")
     artifacts["config"] = config
-    try:
-        artifacts["html"] = renderer.finish()
-    except Exception as exc:
-        log.warning("could not write %s: %s: %s", html, type(exc).__name__, exc)
+    if renderer is not None:
+        try:
+            artifacts["html"] = renderer.finish()
+        except Exception as exc:
+            log.warning("could not write %s: %s: %s", html, type(exc).__name__, exc)
     return artifacts

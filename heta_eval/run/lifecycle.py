@@ -262,15 +262,14 @@ class RunLifecycle:
         return self._with_where(report)
 
     def _write_artifacts(self, report: EvaluationReport) -> dict[str, Path]:
-        """The run's files; the report is serialised once, for both workers, which read it
-        while this process writes report.json."""
+        """The run's files, written while the tracker worker reads the report and the
+        report.html worker draws its figures."""
         from heta_eval.run.artifacts import write_run_artifacts
 
-        report_json = report.model_dump_json()
         if self.worker is not None:
-            self.worker.prepare_report(report, report_json)
+            self.worker.prepare_report(report)
         return write_run_artifacts(
-            report, self.settings.output_dir, self.components.resolved, self.renderer, report_json
+            report, self.settings.output_dir, self.components.resolved, self.renderer
         )
 
     # -- tracking ---------------------------------------------------------------------------

@@ -172,13 +172,12 @@ class TrackerProcess:
                 self._fail_over(gone)
         return self._local.resume(run_id)
 
-    def prepare_report(self, report: EvaluationReport, report_json: str | None = None) -> None:
-        """Send `report` ahead of `log_report`, for the worker to read it meanwhile
-        (`report_json`: its `model_dump_json()`, when the caller has it already)."""
+    def prepare_report(self, report: EvaluationReport) -> None:
+        """Send `report` ahead of `log_report`, for the worker to read it meanwhile."""
         if self._in_process:
             return
         try:
-            self._send({"op": "report", "report": report_json or report.model_dump_json()})
+            self._send({"op": "report", "report": report.model_dump_json()})
             self._prepared = report
         except _WorkerGone as gone:
             self._fail_over(gone)
