@@ -1,9 +1,10 @@
 """The files a run leaves in its output directory: report.json, report.html and the resolved
 configuration. Written once, by the lifecycle, whether evaluated or reused.
 
-report.html is drawn with matplotlib, whose import and drawing cost more than a small run's
-evaluation; `HtmlRenderer` does both in a separate process that starts with the run, so the
-import happens on another core while the benchmark loads and the recipe is evaluated.
+report.html's figures are drawn with matplotlib, whose import and drawing cost more than a
+small run's evaluation; `HtmlRenderer` has both done in a separate process that starts with
+the run, so the import happens on another core while the benchmark loads and the recipe is
+evaluated, and the figures are drawn while report.json is written.
 """
 
 from __future__ import annotations
