@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from heta_eval import EvaluationReport
+from heta_eval.run.process_alive import process_gone
 
 from .conftest import mlflow_runs
 from .processes import SLOW_INDEX, after_tracking, cli_env, run_cli
@@ -74,14 +75,6 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_the_run_killed_and_the_rerun_resumes(
     tmp_path: Path, signum: signal.Signals, status: int
@@ -130,9 +123,13 @@ def test_sigkill_with_unit_workers_leaves_no_process_behind(tmp_path: Path) -> N
     victim.wait(timeout=60)  # not communicate(): survivors would hold its pipes open
     assert victim.returncode == -9
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(_alive(pid) for pid in seen):
+    while time.monotonic() < deadline and any(not process_gone(pid) for pid in seen):
         time.sleep(0.1)
-    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:120] for pid in seen if _alive(pid)}
+    left = {
+        pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:120]
+        for pid in seen
+        if not process_gone(pid)
+    }
     for pid in left:  # not left behind by a failing test either
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)

@@ -17,6 +17,7 @@ from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport, evaluate
 from heta_eval.run import tracker_process
+from heta_eval.run.process_alive import process_gone
 from heta_eval.run.tracker_process import TrackerProcess
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
@@ -38,14 +39,6 @@ def _workers_of(pid: int) -> list[int]:
         if ppid == pid and tracker_process.WORKER.encode() in cmdline:
             found.append(int(entry.name))
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"  # a zombie has exited; only its reaping is left
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker through /proc")
@@ -80,9 +73,9 @@ def test_a_killed_run_leaves_no_worker_and_its_rerun_continues_the_same_run(
     victim.communicate(timeout=30)  # returns: the worker holds none of the victim's pipes
     assert victim.returncode == -9
     deadline = time.monotonic() + 30
-    while _alive(worker) and time.monotonic() < deadline:
+    while not process_gone(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(worker), "the tracker worker outlived the killed run"
+    assert process_gone(worker), "the tracker worker outlived the killed run"
     (killed,) = mlflow_runs(root)
     assert killed.info.run_id == marker["run_id"] and killed.info.status == "RUNNING"
 
