@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.store import ObjectStore
-from heta_eval.records import KnowledgeBaseManifest, QueryResponse
+from heta_eval.records import BenchmarkCase, KnowledgeBaseManifest, QueryResponse
 
 
 @runtime_checkable
@@ -27,11 +27,24 @@ class KnowledgeBaseLike(Protocol):
 
 
 @runtime_checkable
+class CaseQueryable(Protocol):
+    """A knowledge base that answers benchmark cases by id (a replay's answers are recorded
+    per case); the runner calls `query_case` instead of `query` when a KB has it."""
+
+    async def query_case(
+        self, case: BenchmarkCase, *, unit_id: str, mode: str, top_k: int = 10
+    ) -> QueryResponse: ...
+
+
+@runtime_checkable
 class RecipeLike(Protocol):
     """A build plan: its name, the query modes it offers, a JSON manifest, and a builder.
 
     `create_knowledge_base` builds from raw objects the runner wrote to `store` under the
-    sources' keys (`raw/benchmarks/...`).
+    sources' keys (`raw/benchmarks/...`). Optional members the runner uses when present:
+    `check_contents(contents)` checks the recipe against the loaded benchmark before any
+    work (a ValueError stops the run), and `content_digests()` names the digests of the
+    files the recipe reads, which become part of the run's identity.
     """
 
     @property

@@ -61,6 +61,10 @@ class RetrievedItem(Record):
     chunk_id: str | None = None
     source_key: str | None = None
     page_index: int | None = None
+    # Where the chunk's text lies in its document's parsed text (exported predictions
+    # carry them, so that a replay can cut the same text).
+    start_char: int | None = None
+    end_char: int | None = None
 
 
 EVIDENCE_TEXT_CHARS = 1000  # evidence text kept in a case result (reports show it)

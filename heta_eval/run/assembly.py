@@ -102,9 +102,12 @@ def _describe(group: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def config_hash(resolved: Mapping[str, Any]) -> str:
-    """sha256 of what determines the results (benchmark, recipe, evaluators, runner knobs)."""
+def config_hash(resolved: Mapping[str, Any], content: Mapping[str, str] | None = None) -> str:
+    """sha256 of what determines the results (benchmark, recipe, evaluators, runner knobs)
+    and, for a recipe that reads files (a replay), their `content` digests."""
     material = {k: v for k, v in resolved.items() if k not in _NOT_HASHED}
+    if content:
+        material["recipe_content"] = dict(content)
     runner = dict(material.get("runner") or {})
     material["runner"] = {k: v for k, v in runner.items() if k not in _RUNNER_NOT_HASHED}
     payload = json.dumps(material, sort_keys=True, default=str)
@@ -197,6 +200,12 @@ def check_combinations(
         )
 
 
+def _content_digests(recipe: RecipeLike) -> dict[str, str] | None:
+    """The digests of the files a recipe reads (`content_digests`, a replay's), if any."""
+    digests = getattr(recipe, "content_digests", None)
+    return digests() if callable(digests) else None
+
+
 def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
     """The tuning or test part of the benchmark (`tuning`, set by hyperparameter searches)."""
     from heta_eval.benchmarks.splits import TuningSettings, tuning_view
@@ -275,6 +284,6 @@ def assemble(cfg: DictConfig) -> RunComponents:
         settings=settings,
         tracker=tracker,
         resolved=masked,
-        config_hash=config_hash(masked),
+        config_hash=config_hash(masked, _content_digests(recipe)),
         tracking_spec=dict(resolved["tracking"]),
     )

@@ -200,6 +200,12 @@ class BenchmarkRunner:
                 f"benchmark {self.benchmark.manifest.name!r} cannot be evaluated: {problems}"
             ) from None
         check_evidence_documents(contents, strict=self.settings.strict)
+        check_contents = getattr(self.recipe, "check_contents", None)
+        if check_contents is not None:  # a replay checks its files' ids against the cases
+            try:
+                check_contents(contents)
+            except ValueError as exc:
+                raise BenchmarkError(str(exc)) from None
         return LoadedBenchmark(contents, digest.hexdigest(), digest.document_sha256)
 
     def _plan(self, contents: BenchmarkContents) -> list[UnitPlan]:

@@ -76,6 +76,8 @@ def retrieved_items(response: QueryResponse) -> list[dict[str, Any]]:
             "chunk_id": r.source.chunk_id,
             "source_key": r.source.source_key,
             "page_index": r.source.page_index,
+            "start_char": r.source.start_char,
+            "end_char": r.source.end_char,
         }
         for r in response.results
     ]
@@ -173,7 +175,11 @@ class UnitEvaluator:
         else:
             started = time.perf_counter()
             try:
-                response = await kb.query(case.query, mode=mode, top_k=depth)
+                query_case = getattr(kb, "query_case", None)
+                if query_case is not None:  # a knowledge base that answers cases by id
+                    response = await query_case(case, unit_id=unit_id, mode=mode, top_k=depth)
+                else:
+                    response = await kb.query(case.query, mode=mode, top_k=depth)
             except Exception as exc:
                 return EvaluationCaseResult(
                     **common,

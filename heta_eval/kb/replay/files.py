@@ -1,0 +1,277 @@
+"""Reading the files a replay scores: a TREC run file and predictions JSON Lines.
+
+Both are parsed in full before any work; every problem names its `FILE:LINE`. A TREC run
+(`qid Q0 docid rank score tag`) is ranked as trec_eval ranks it: by score, descending, equal
+scores by docid, descending; the rank column is read but, as in trec_eval, not used. In a
+predictions file the order of `retrieved` is the ranking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Locator keys a retrieved item may carry (the provenance fields of a query result).
+LOCATOR_KEYS = frozenset(
+    {"chunk_id", "chunk_index", "start_char", "end_char", "page_index", "table_id", "row_index",
+     "column"}
+)
+PREDICTION_KEYS = frozenset({"case_id", "unit_id", "query", "answer", "retrieved", "metadata"})
+ITEM_KEYS = frozenset({"document_id", "id", "text", "score", "locator"})
+_INT_LOCATORS = frozenset({"chunk_index", "start_char", "end_char", "page_index", "row_index"})
+MAX_SHOWN = 10
+
+
+class ReplayInputError(ValueError):
+    """A replayed file that cannot be scored; the message names each `FILE:LINE`."""
+
+
+@dataclass(frozen=True)
+class ReplayedItem:
+    """One retrieved item of a replayed case."""
+
+    document_id: str
+    score: float
+    where: str  # FILE:LINE
+    id: str | None = None
+    text: str | None = None
+    locator: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplayedCase:
+    """What a file says about one case: its ranking (None: the file gives none) and answer."""
+
+    case_id: str
+    unit_id: str | None
+    where: str  # FILE:LINE of its first line
+    items: tuple[ReplayedItem, ...] | None = None
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplayedFile:
+    """A parsed file: its path, sha256, kind (`run` or `predictions`) and cases in file order."""
+
+    kind: str
+    path: str
+    sha256: str
+    lines: int
+    cases: tuple[ReplayedCase, ...]
+    tags: tuple[str, ...] = ()
+
+    def facts(self) -> dict[str, Any]:
+        """Path, sha256, line and case counts (and run tags) for the recipe's manifest."""
+        facts: dict[str, Any] = {
+            "path": self.path,
+            "sha256": self.sha256,
+            "lines": self.lines,
+            "cases": len(self.cases),
+        }
+        if self.tags:
+            facts["tags"] = list(self.tags)
+        return facts
+
+
+def _raise(problems: list[str], path: str) -> None:
+    if not problems:
+        return
+    shown = "\n".join(f"  {p}" for p in problems[:MAX_SHOWN])
+    more = f"\n  ... and {len(problems) - MAX_SHOWN} more" if len(problems) > MAX_SHOWN else ""
+    raise ReplayInputError(f"{path}: {len(problems)} problem(s):\n{shown}{more}")
+
+
+def _read(path: str) -> tuple[Path, bytes]:
+    file = Path(path).expanduser()
+    try:
+        return file, file.read_bytes()
+    except OSError as exc:
+        raise ReplayInputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+
+
+def _lines(path: str, data: bytes) -> list[str]:
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ReplayInputError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+def read_run(path: str) -> ReplayedFile:
+    """Parse a TREC run file; ids are the benchmark's case and document ids."""
+    file, data = _read(path)
+    shown = str(file)
+    problems: list[str] = []
+    ranked: dict[str, list[ReplayedItem]] = {}
+    first_line: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
+    tags: dict[str, None] = {}
+    lines = _lines(shown, data)
+    for number, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        where = f"{shown}:{number}"
+        if len(fields) != 6:
+            problems.append(
+                f"{where}: expected 6 fields `qid Q0 docid rank score tag`, got {len(fields)}"
+            )
+            continue
+        qid, _, docid, rank, score_text, tag = fields
+        try:
+            int(rank)
+            score = float(score_text)
+        except ValueError:
+            problems.append(f"{where}: rank must be an integer and score a number, got "
+                            f"{rank!r} and {score_text!r}")
+            continue
+        if not math.isfinite(score):
+            problems.append(f"{where}: score must be finite, got {score_text!r}")
+            continue
+        if (qid, docid) in seen:
+            problems.append(
+                f"{where}: docid {docid!r} listed twice for qid {qid!r} "
+                f"(first at line {seen[(qid, docid)]})"
+            )
+            continue
+        seen[(qid, docid)] = number
+        first_line.setdefault(qid, number)
+        tags[tag] = None
+        ranked.setdefault(qid, []).append(ReplayedItem(docid, score, where))
+    _raise(problems, shown)
+    if not ranked:
+        raise ReplayInputError(f"{shown}: no run lines (`qid Q0 docid rank score tag`)")
+    cases = []
+    for qid, items in ranked.items():
+        # trec_eval's order: score descending, equal scores by docid descending.
+        items.sort(key=lambda i: i.document_id, reverse=True)
+        items.sort(key=lambda i: i.score, reverse=True)
+        cases.append(ReplayedCase(qid, None, f"{shown}:{first_line[qid]}", tuple(items)))
+    digest = hashlib.sha256(data).hexdigest()
+    return ReplayedFile("run", shown, digest, len(lines), tuple(cases), tuple(tags))
+
+
+def _id(value: Any) -> str | None:
+    """An id given as a string or an integer (JSON has no other id type)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value:
+        return value
+    return None
+
+
+def _locator(value: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: locator must be an object, got {type(value).__name__}")
+    unknown = sorted(set(value) - LOCATOR_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: locator keys {unknown} unknown; allowed: "
+                         f"{sorted(LOCATOR_KEYS)}")
+    for key in _INT_LOCATORS & set(value):
+        if value[key] is not None and (type(value[key]) is not int or value[key] < 0):
+            raise ValueError(f"{where}: locator.{key} must be a non-negative integer, "
+                             f"got {value[key]!r}")
+    return tuple(sorted((k, v) for k, v in value.items() if v is not None))
+
+
+def _items(value: Any, where: str) -> tuple[ReplayedItem, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: retrieved must be a list, got {type(value).__name__}")
+    scored = [isinstance(v, dict) and v.get("score") is not None for v in value]
+    if any(scored) and not all(scored):
+        raise ValueError(f"{where}: give a score for every retrieved item or for none")
+    items = []
+    for i, item in enumerate(value):
+        at = f"{where}: retrieved[{i}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"{at} must be an object, got {type(item).__name__}")
+        unknown = sorted(set(item) - ITEM_KEYS)
+        if unknown:
+            raise ValueError(f"{at}: keys {unknown} unknown; allowed: {sorted(ITEM_KEYS)}")
+        document_id = _id(item.get("document_id"))
+        if document_id is None:
+            raise ValueError(f"{at}: document_id must be a non-empty string")
+        score = item.get("score")
+        if score is None:
+            score = float(len(value) - i)  # no scores: the list order is the ranking
+        elif type(score) not in (int, float) or not math.isfinite(score):
+            raise ValueError(f"{at}: score must be a finite number, got {score!r}")
+        text = item.get("text")
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"{at}: text must be a string, got {type(text).__name__}")
+        items.append(
+            ReplayedItem(
+                document_id=document_id,
+                score=float(score),
+                where=where,
+                id=_id(item.get("id")),
+                text=text,
+                locator=_locator(item.get("locator"), at),
+            )
+        )
+    return tuple(items)
+
+
+def _prediction(record: Any, where: str) -> ReplayedCase:
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    unknown = sorted(set(record) - PREDICTION_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: keys {unknown} unknown; allowed: {sorted(PREDICTION_KEYS)}")
+    case_id = _id(record.get("case_id"))
+    if case_id is None:
+        raise ValueError(f"{where}: case_id must be a non-empty string")
+    unit_id = record.get("unit_id")
+    if unit_id is not None and _id(unit_id) is None:
+        raise ValueError(f"{where}: unit_id must be a non-empty string when given")
+    if "answer" not in record:
+        raise ValueError(f"{where}: no `answer` (give null for a case without one)")
+    answer = record["answer"]
+    if answer is not None and not isinstance(answer, str):
+        raise ValueError(f"{where}: answer must be a string or null, got {type(answer).__name__}")
+    retrieved = record.get("retrieved")
+    items = _items(retrieved, where) if retrieved is not None else None
+    return ReplayedCase(case_id, _id(unit_id), where, items, answer)
+
+
+def read_predictions(path: str) -> ReplayedFile:
+    """Parse predictions JSON Lines (one case a line)."""
+    file, data = _read(path)
+    shown = str(file)
+    problems: list[str] = []
+    cases: list[ReplayedCase] = []
+    seen: dict[tuple[str | None, str], str] = {}
+    lines = _lines(shown, data)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{shown}:{number}"
+        try:
+            case = _prediction(json.loads(line), where)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: not JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        key = (case.unit_id, case.case_id)
+        if key in seen:
+            unit = f" of unit {case.unit_id!r}" if case.unit_id else ""
+            problems.append(f"{where}: case {case.case_id!r}{unit} given twice (first at "
+                            f"{seen[key]})")
+            continue
+        seen[key] = where
+        cases.append(case)
+    _raise(problems, shown)
+    if not cases:
+        raise ReplayInputError(f"{shown}: no predictions (one JSON object a line)")
+    digest = hashlib.sha256(data).hexdigest()
+    return ReplayedFile("predictions", shown, digest, len(lines), tuple(cases))
