@@ -35,8 +35,11 @@ def prediction_line(result: EvaluationCaseResult) -> dict[str, Any]:
     retrieved = []
     for item in result.retrieved:
         locator = {k: getattr(item, k) for k in _LOCATOR if getattr(item, k) is not None}
-        entry: dict[str, Any] = {"document_id": item.document_id, "id": item.id,
-                                 "score": item.score}
+        entry: dict[str, Any] = {
+            "document_id": item.document_id,
+            "id": item.id,
+            "score": item.score,
+        }
         if locator:
             entry["locator"] = locator
         retrieved.append(entry)

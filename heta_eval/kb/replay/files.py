@@ -17,8 +17,16 @@ from typing import Any
 
 # Locator keys a retrieved item may carry (the provenance fields of a query result).
 LOCATOR_KEYS = frozenset(
-    {"chunk_id", "chunk_index", "start_char", "end_char", "page_index", "table_id", "row_index",
-     "column"}
+    {
+        "chunk_id",
+        "chunk_index",
+        "start_char",
+        "end_char",
+        "page_index",
+        "table_id",
+        "row_index",
+        "column",
+    }
 )
 PREDICTION_KEYS = frozenset({"case_id", "unit_id", "query", "answer", "retrieved", "metadata"})
 ITEM_KEYS = frozenset({"document_id", "id", "text", "score", "locator"})
@@ -77,12 +85,13 @@ class ReplayedFile:
         return facts
 
 
-def _raise(problems: list[str], path: str) -> None:
+def raise_problems(problems: list[str], heading: str) -> None:
+    """Raise one ReplayInputError listing the first problems (each `FILE:LINE: ...`)."""
     if not problems:
         return
     shown = "\n".join(f"  {p}" for p in problems[:MAX_SHOWN])
     more = f"\n  ... and {len(problems) - MAX_SHOWN} more" if len(problems) > MAX_SHOWN else ""
-    raise ReplayInputError(f"{path}: {len(problems)} problem(s):\n{shown}{more}")
+    raise ReplayInputError(f"{heading}:\n{shown}{more}")
 
 
 def _read(path: str) -> tuple[Path, bytes]:
@@ -126,8 +135,10 @@ def read_run(path: str) -> ReplayedFile:
             int(rank)
             score = float(score_text)
         except ValueError:
-            problems.append(f"{where}: rank must be an integer and score a number, got "
-                            f"{rank!r} and {score_text!r}")
+            problems.append(
+                f"{where}: rank must be an integer and score a number, got "
+                f"{rank!r} and {score_text!r}"
+            )
             continue
         if not math.isfinite(score):
             problems.append(f"{where}: score must be finite, got {score_text!r}")
@@ -142,7 +153,7 @@ def read_run(path: str) -> ReplayedFile:
         first_line.setdefault(qid, number)
         tags[tag] = None
         ranked.setdefault(qid, []).append(ReplayedItem(docid, score, where))
-    _raise(problems, shown)
+    raise_problems(problems, f"{shown}: {len(problems)} problem(s)")
     if not ranked:
         raise ReplayInputError(f"{shown}: no run lines (`qid Q0 docid rank score tag`)")
     cases = []
@@ -173,12 +184,14 @@ def _locator(value: Any, where: str) -> tuple[tuple[str, Any], ...]:
         raise ValueError(f"{where}: locator must be an object, got {type(value).__name__}")
     unknown = sorted(set(value) - LOCATOR_KEYS)
     if unknown:
-        raise ValueError(f"{where}: locator keys {unknown} unknown; allowed: "
-                         f"{sorted(LOCATOR_KEYS)}")
+        raise ValueError(
+            f"{where}: locator keys {unknown} unknown; allowed: {sorted(LOCATOR_KEYS)}"
+        )
     for key in _INT_LOCATORS & set(value):
         if value[key] is not None and (type(value[key]) is not int or value[key] < 0):
-            raise ValueError(f"{where}: locator.{key} must be a non-negative integer, "
-                             f"got {value[key]!r}")
+            raise ValueError(
+                f"{where}: locator.{key} must be a non-negative integer, got {value[key]!r}"
+            )
     return tuple(sorted((k, v) for k, v in value.items() if v is not None))
 
 
@@ -265,12 +278,13 @@ def read_predictions(path: str) -> ReplayedFile:
         key = (case.unit_id, case.case_id)
         if key in seen:
             unit = f" of unit {case.unit_id!r}" if case.unit_id else ""
-            problems.append(f"{where}: case {case.case_id!r}{unit} given twice (first at "
-                            f"{seen[key]})")
+            problems.append(
+                f"{where}: case {case.case_id!r}{unit} given twice (first at {seen[key]})"
+            )
             continue
         seen[key] = where
         cases.append(case)
-    _raise(problems, shown)
+    raise_problems(problems, f"{shown}: {len(problems)} problem(s)")
     if not cases:
         raise ReplayInputError(f"{shown}: no predictions (one JSON object a line)")
     digest = hashlib.sha256(data).hexdigest()

@@ -24,6 +24,7 @@ from heta_eval.kb.replay.files import (
     ReplayedCase,
     ReplayedFile,
     ReplayInputError,
+    raise_problems,
     read_predictions,
     read_run,
 )
@@ -163,18 +164,24 @@ class ReplayRecipe(Record):
             for entry in file.cases:
                 units = units_of.get(entry.case_id)
                 if units is None:
-                    problems.append(f"{entry.where}: case id {entry.case_id!r} is not a case of "
-                                    f"benchmark {contents.manifest.name!r}")
+                    problems.append(
+                        f"{entry.where}: case id {entry.case_id!r} is not a case of "
+                        f"benchmark {contents.manifest.name!r}"
+                    )
                     continue
                 if entry.unit_id is not None:
                     if entry.unit_id not in units:
-                        problems.append(f"{entry.where}: case {entry.case_id!r} is not in unit "
-                                        f"{entry.unit_id!r} (its units: {units[:5]})")
+                        problems.append(
+                            f"{entry.where}: case {entry.case_id!r} is not in unit "
+                            f"{entry.unit_id!r} (its units: {units[:5]})"
+                        )
                         continue
                     chosen = [entry.unit_id]
                 elif len(units) > 1:
-                    problems.append(f"{entry.where}: case id {entry.case_id!r} is in "
-                                    f"{len(units)} units ({units[:5]}); give its unit_id")
+                    problems.append(
+                        f"{entry.where}: case id {entry.case_id!r} is in "
+                        f"{len(units)} units ({units[:5]}); give its unit_id"
+                    )
                     continue
                 else:
                     chosen = units
@@ -204,11 +211,6 @@ class ReplayRecipe(Record):
                     f"{file.path}: no line for {len(uncovered)} of {len(units_of)} cases; each "
                     f"fails when evaluated: {names}"
                 )
-        if problems:
-            shown = "\n".join(f"  {p}" for p in problems[:MAX_SHOWN])
-            more = f"\n  ... and {len(problems) - MAX_SHOWN} more" if len(problems) > MAX_SHOWN else ""
-            raise ReplayInputError(
-                f"replay: {len(problems)} line(s) do not fit the benchmark:\n{shown}{more}"
-            )
+        raise_problems(problems, f"replay: {len(problems)} line(s) do not fit the benchmark")
         for note in self._notes:
             log.warning("%s", note)
