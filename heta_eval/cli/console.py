@@ -103,6 +103,7 @@ def print_summary(report: EvaluationReport, job: str | None = None) -> None:
             )
         console.print(cache_line(report), soft_wrap=True)
     print_document_errors(console, report)
+    print_recipe_notes(console, report)
     print_reasons(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
@@ -125,6 +126,13 @@ def print_reasons(console: Console, report: EvaluationReport) -> None:
     for key, skipped in skipped_reasons(report).items():
         why = "; ".join(f"{count}x {reason}" for count, reason in skipped)
         console.print(f"{key}: no score, skipped: {why}", soft_wrap=True, markup=False)
+
+
+def print_recipe_notes(console: Console, report: EvaluationReport) -> None:
+    """What the recipe found about its inputs (a replay: docids not in the corpus, cases
+    its files do not cover), as its manifest's `notes` say it."""
+    for note in report.recipe_manifest.get("notes") or ():
+        console.print(str(note), soft_wrap=True, markup=False)
 
 
 def print_document_errors(console: Console, report: EvaluationReport, shown: int = 5) -> None:
