@@ -139,3 +139,28 @@ def serve_chat(decide: Callable[[str], str] = grade) -> Iterator[ChatServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+def first_passage(prompt: str, words: int = 12) -> str:
+    """An answerer's reply: the first words of passage [1], citing it (deterministic)."""
+    for line in prompt.splitlines():
+        if line.startswith("[1] "):
+            return " ".join(line[4:].split()[:words]) + " [1]"
+    return "Insufficient information."
+
+
+DECIDERS: dict[str, Callable[[str], str]] = {"grade": grade, "first_passage": first_passage}
+
+
+def main() -> None:
+    """Serve as a process of its own: `python -m tests.openai_server [grade|first_passage]`
+    prints its base URL on the first line, then serves until stdin closes or it is stopped."""
+    import sys
+
+    with serve_chat(DECIDERS[sys.argv[1] if len(sys.argv) > 1 else "grade"]) as state:
+        print(state.base_url, flush=True)
+        sys.stdin.read()  # the test closes stdin (or ends this process) to stop the server
+
+
+if __name__ == "__main__":
+    main()

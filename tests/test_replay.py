@@ -55,7 +55,11 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvaluationRe
     report = _evaluate(root, "recipe=bm25_extractive", "evaluator=with_answers")
     predictions = root / "predictions.jsonl"
     proc = _cli(
-        "-m", "heta_eval.cli.export_predictions", report.run.output_dir, "-o", str(predictions),
+        "-m",
+        "heta_eval.cli.export_predictions",
+        report.run.output_dir,
+        "-o",
+        str(predictions),
         cwd=root,
     )
     assert proc.returncode == 0, proc.stderr
