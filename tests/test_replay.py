@@ -128,6 +128,11 @@ def test_a_run_file_with_predictions_names_what_it_lacks(sample, tmp_path: Path)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
     (tracked,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
     assert tracked.data.tags["recipe.name"] == "replay"
+    assert tracked.data.tags["recipe.run.sha256"] == hashlib.sha256(run.read_bytes()).hexdigest()
+    assert (
+        tracked.data.tags["recipe.predictions.sha256"]
+        == report.recipe_manifest["files"]["predictions"]["sha256"]
+    )
     assert tracked.data.metrics["replay.ndcg_at_10"] == pytest.approx(
         report.score_summary["replay.ndcg@10"]
     )
@@ -254,5 +259,13 @@ def test_a_scifact_run_file_scores_as_trec_eval_and_compares_with_bm25(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
-    text = json.dumps(comparison)
-    assert "ndcg@10" in text and "replay" in text
+    assert [r["recipe"] for r in comparison["runs"]] == ["bm25", "replay"]
+    (row,) = comparison["rows"]
+    assert row["name"] == "ndcg@10" and row["modes"] == ["bm25", "replay"]
+    (test,) = row["tests"]
+    assert test["paired"] == 300 and test["excluded"] == 0
+    # The one query whose ranking gained a non-document differs; every other query ties.
+    assert test["ties"] >= 299 and test["wins"] == 0
+    assert test["difference"] == pytest.approx(
+        replayed.score_summary["replay.ndcg@10"] - bm25.score_summary["bm25.ndcg@10"], abs=1e-9
+    )

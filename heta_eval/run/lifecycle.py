@@ -314,6 +314,9 @@ class RunLifecycle:
             "recipe.name": components.recipe.name,
             "heta_eval.overrides": " ".join(self.overrides),
         }
+        digests = getattr(components.recipe, "content_digests", None)
+        if callable(digests):  # a replay: which file contents were scored
+            tags.update({f"recipe.{kind}.sha256": sha for kind, sha in digests().items()})
         if self.sweep_id:
             tags["heta_eval.sweep_id"] = self.sweep_id
         if self.sweep_job is not None:
