@@ -66,12 +66,16 @@ def test_every_benchmark_option_assembles(composer, option: str) -> None:
 
 @pytest.mark.parametrize("option", _options("recipe"))
 def test_every_recipe_option_assembles(
-    composer, option: str, monkeypatch: pytest.MonkeyPatch
+    composer, option: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-only-checked-for-presence")  # endpoint recipes
     if option.startswith("heta_") and importlib.util.find_spec("heta_framework") is None:
         pytest.skip("the Heta bridge needs the 'heta' extra")
-    recipe = assemble(composer(f"recipe={option}")).recipe
+    extra = []
+    if option == "replay":  # scores a file produced elsewhere: it needs one
+        (tmp_path / "run.trec").write_text("q1 Q0 d1 1 1.5 elsewhere\n")
+        extra = [f"recipe.run={tmp_path / 'run.trec'}"]
+    recipe = assemble(composer(f"recipe={option}", *extra)).recipe
     assert isinstance(recipe, RecipeLike) and recipe.query_modes
     if option.startswith(("bm25", "dense", "hybrid")):
         assert isinstance(recipe, KnowledgeRecipe)
