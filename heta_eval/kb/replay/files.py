@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # Locator keys a retrieved item may carry (the provenance fields of a query result).
 LOCATOR_KEYS = frozenset(
@@ -38,13 +38,13 @@ class ReplayInputError(ValueError):
     """A replayed file that cannot be scored; the message names each `FILE:LINE`."""
 
 
-@dataclass(frozen=True)
-class ReplayedItem:
-    """One retrieved item of a replayed case."""
+class ReplayedItem(NamedTuple):
+    """One retrieved item of a replayed case (`line`: where in its file; a named tuple, as
+    a run file holds millions)."""
 
     document_id: str
     score: float
-    where: str  # FILE:LINE
+    line: int
     id: str | None = None
     text: str | None = None
     locator: tuple[tuple[str, Any], ...] = ()
@@ -56,9 +56,15 @@ class ReplayedCase:
 
     case_id: str
     unit_id: str | None
-    where: str  # FILE:LINE of its first line
+    path: str
+    line: int  # its first line
     items: tuple[ReplayedItem, ...] | None = None
     answer: str | None = None
+
+    @property
+    def where(self) -> str:
+        """`FILE:LINE` of the case's first line."""
+        return f"{self.path}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -115,19 +121,17 @@ def read_run(path: str) -> ReplayedFile:
     file, data = _read(path)
     shown = str(file)
     problems: list[str] = []
-    ranked: dict[str, list[ReplayedItem]] = {}
-    first_line: dict[str, int] = {}
-    seen: dict[tuple[str, str], int] = {}
+    ranked: dict[str, dict[str, tuple[float, int]]] = {}
     tags: dict[str, None] = {}
     lines = _lines(shown, data)
     for number, line in enumerate(lines, start=1):
         fields = line.split()
         if not fields:
             continue
-        where = f"{shown}:{number}"
         if len(fields) != 6:
             problems.append(
-                f"{where}: expected 6 fields `qid Q0 docid rank score tag`, got {len(fields)}"
+                f"{shown}:{number}: expected 6 fields `qid Q0 docid rank score tag`, "
+                f"got {len(fields)}"
             )
             continue
         qid, _, docid, rank, score_text, tag = fields
@@ -136,32 +140,36 @@ def read_run(path: str) -> ReplayedFile:
             score = float(score_text)
         except ValueError:
             problems.append(
-                f"{where}: rank must be an integer and score a number, got "
+                f"{shown}:{number}: rank must be an integer and score a number, got "
                 f"{rank!r} and {score_text!r}"
             )
             continue
         if not math.isfinite(score):
-            problems.append(f"{where}: score must be finite, got {score_text!r}")
+            problems.append(f"{shown}:{number}: score must be finite, got {score_text!r}")
             continue
-        if (qid, docid) in seen:
+        documents = ranked.get(qid)
+        if documents is None:
+            documents = ranked[qid] = {}
+        elif docid in documents:
             problems.append(
-                f"{where}: docid {docid!r} listed twice for qid {qid!r} "
-                f"(first at line {seen[(qid, docid)]})"
+                f"{shown}:{number}: docid {docid!r} listed twice for qid {qid!r} "
+                f"(first at line {documents[docid][1]})"
             )
             continue
-        seen[(qid, docid)] = number
-        first_line.setdefault(qid, number)
-        tags[tag] = None
-        ranked.setdefault(qid, []).append(ReplayedItem(docid, score, where))
+        documents[docid] = (score, number)
+        if tag not in tags:
+            tags[tag] = None
     raise_problems(problems, f"{shown}: {len(problems)} problem(s)")
     if not ranked:
         raise ReplayInputError(f"{shown}: no run lines (`qid Q0 docid rank score tag`)")
     cases = []
-    for qid, items in ranked.items():
+    for qid, documents in ranked.items():
         # trec_eval's order: score descending, equal scores by docid descending.
-        items.sort(key=lambda i: i.document_id, reverse=True)
-        items.sort(key=lambda i: i.score, reverse=True)
-        cases.append(ReplayedCase(qid, None, f"{shown}:{first_line[qid]}", tuple(items)))
+        order = sorted(documents, reverse=True)
+        order.sort(key=lambda d: documents[d][0], reverse=True)
+        items = tuple(ReplayedItem(d, *documents[d]) for d in order)
+        first = min(line for _, line in documents.values())
+        cases.append(ReplayedCase(qid, None, shown, first, items))
     digest = hashlib.sha256(data).hexdigest()
     return ReplayedFile("run", shown, digest, len(lines), tuple(cases), tuple(tags))
 
@@ -195,7 +203,7 @@ def _locator(value: Any, where: str) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((k, v) for k, v in value.items() if v is not None))
 
 
-def _items(value: Any, where: str) -> tuple[ReplayedItem, ...]:
+def _items(value: Any, where: str, line: int) -> tuple[ReplayedItem, ...]:
     if not isinstance(value, list):
         raise ValueError(f"{where}: retrieved must be a list, got {type(value).__name__}")
     scored = [isinstance(v, dict) and v.get("score") is not None for v in value]
@@ -224,7 +232,7 @@ def _items(value: Any, where: str) -> tuple[ReplayedItem, ...]:
             ReplayedItem(
                 document_id=document_id,
                 score=float(score),
-                where=where,
+                line=line,
                 id=_id(item.get("id")),
                 text=text,
                 locator=_locator(item.get("locator"), at),
@@ -233,7 +241,8 @@ def _items(value: Any, where: str) -> tuple[ReplayedItem, ...]:
     return tuple(items)
 
 
-def _prediction(record: Any, where: str) -> ReplayedCase:
+def _prediction(record: Any, path: str, line: int) -> ReplayedCase:
+    where = f"{path}:{line}"
     if not isinstance(record, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
     unknown = sorted(set(record) - PREDICTION_KEYS)
@@ -251,8 +260,8 @@ def _prediction(record: Any, where: str) -> ReplayedCase:
     if answer is not None and not isinstance(answer, str):
         raise ValueError(f"{where}: answer must be a string or null, got {type(answer).__name__}")
     retrieved = record.get("retrieved")
-    items = _items(retrieved, where) if retrieved is not None else None
-    return ReplayedCase(case_id, _id(unit_id), where, items, answer)
+    items = _items(retrieved, where, line) if retrieved is not None else None
+    return ReplayedCase(case_id, _id(unit_id), path, line, items, answer)
 
 
 def read_predictions(path: str) -> ReplayedFile:
@@ -268,7 +277,7 @@ def read_predictions(path: str) -> ReplayedFile:
             continue
         where = f"{shown}:{number}"
         try:
-            case = _prediction(json.loads(line), where)
+            case = _prediction(json.loads(line), shown, number)
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: not JSON ({exc.msg} at column {exc.colno})")
             continue

@@ -97,12 +97,12 @@ class ReplayKnowledgeBase:
         return QueryResponse(
             query=case.query,
             mode=mode,
-            results=tuple(self._result(item, texts) for item in items),
+            results=tuple(self._result(item, ranking.path, texts) for item in items),
             answer=answered.answer if answered is not None else None,
             trace={"replayed_from": {k: e.where for k, e in entries.items()}},
         )
 
-    def _result(self, item: ReplayedItem, texts: Mapping[str, str]) -> QueryResult:
+    def _result(self, item: ReplayedItem, path: str, texts: Mapping[str, str]) -> QueryResult:
         locator = dict(item.locator)
         source = self._sources.get(item.document_id)
         text = item.text
@@ -120,7 +120,7 @@ class ReplayKnowledgeBase:
             score=item.score,
             kind="chunk" if chunk_id or "start_char" in locator else "document",
             source=SourceRef(
-                source_key=source.key if source is not None else item.where,
+                source_key=source.key if source is not None else f"{path}:{item.line}",
                 document_id=item.document_id,
                 **locator,
             ),

@@ -188,7 +188,7 @@ class ReplayRecipe(Record):
                 covered.update((u, entry.case_id) for u in chosen)
                 docs = unit_docs[chosen[0]]
                 outside.extend(
-                    f"{i.where} {i.document_id!r}"
+                    f"{file.path}:{i.line} {i.document_id!r}"
                     for i in entry.items or ()
                     if i.document_id not in docs
                 )
