@@ -90,6 +90,24 @@ def test_exported_predictions_replay_to_the_same_scores(sample, tmp_path: Path) 
     assert files["predictions"]["sha256"] == hashlib.sha256(predictions.read_bytes()).hexdigest()
 
 
+def test_evidence_metrics_read_the_retrieved_text_a_file_gives(sample, tmp_path: Path) -> None:
+    """`retrieved[].text` is the passage evidence metrics read; the document's text is only
+    the fallback for items without one."""
+    _, original, predictions = sample
+    blanked = tmp_path / "blanked.jsonl"
+    with blanked.open("w") as handle:
+        for line in predictions.read_text().splitlines():
+            record = json.loads(line)
+            for item in record["retrieved"]:
+                item["text"] = "a passage that says nothing"
+            handle.write(json.dumps(record) + "\n")
+    replayed = _evaluate(tmp_path, "recipe=replay", f"recipe.predictions={blanked}")
+    assert original.score_summary["bm25.context_has_answer@5"] > 0.9
+    assert replayed.score_summary["replay.context_has_answer@5"] == 0.0
+    # Rankings are the same: document-level metrics do not read text.
+    assert replayed.score_summary["replay.ndcg@10"] == original.score_summary["bm25.ndcg@10"]
+
+
 def test_a_run_file_with_predictions_names_what_it_lacks(sample, tmp_path: Path) -> None:
     """Ranking from the TREC run, answers from the predictions; a docid outside the corpus is
     counted and named (ranked as non-relevant), a case without a line fails, named; the

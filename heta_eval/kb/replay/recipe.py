@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from heta_eval.config.components import resolve_target
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.replay.files import (
@@ -81,6 +82,7 @@ class ReplayRecipe(Record):
             )
         if "_target_" not in self.parser:
             raise ValueError("parser needs a _target_")
+        resolve_target(self.parser["_target_"])  # a misspelt parser fails now, not per case
         files = {}
         if self.run:
             files["run"] = read_run(self.run)
