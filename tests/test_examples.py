@@ -1,5 +1,5 @@
-"""The README's worked examples (examples/) compose, instantiate and run, and the README's
-configuration tables name every option of conf/ with its default."""
+"""The guide's worked examples (examples/) compose, instantiate and run, and the configuration
+reference (docs/configuration.md) names every option of conf/ with its default."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from .conftest import REPO, CliRunner, load_benchmark
 
 EXAMPLES_CONF = REPO / "examples" / "conf"
 SEARCHPATH = f"hydra.searchpath=[file://{EXAMPLES_CONF}]"
-README = REPO / "README.md"
+CONFIGURATION_DOC = REPO / "docs" / "configuration.md"
+DOC = "docs/configuration.md"
 
 
 def _compose(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-def]
@@ -161,8 +162,8 @@ def test_the_example_recipes_and_evaluator_compose_and_run(tmp_path: Path) -> No
     assert isinstance(paragraphs.recipe.create_chunker(), ParagraphChunker)
 
 
-def test_the_readme_command_runs_the_examples(run_cli: CliRunner, tmp_path: Path) -> None:
-    # What the README shows, from the repository root; here cwd is tmp_path, so the search
+def test_the_extending_guide_command_runs_the_examples(run_cli: CliRunner, tmp_path: Path) -> None:
+    # What docs/extending.md shows, from the repository root; here cwd is tmp_path, so the search
     # path is absolute and a copy of examples/ is not needed: the editable install (or
     # PYTHONPATH) makes `examples` importable.
     proc = run_cli(SEARCHPATH, "benchmark=rivers", "recipe=paragraphs", "evaluator=answer_rank")
@@ -219,7 +220,7 @@ def test_the_trec_eval_check_agrees_on_a_beir_run(run_cli: CliRunner, tmp_path: 
     assert "4 judged queries" in check.stdout and "agree with trec_eval" in check.stdout
 
 
-# --- the README's configuration tables -------------------------------------------------------
+# --- the configuration reference's tables -------------------------------------------------------
 
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*?)\s*\|", re.MULTILINE)
 
@@ -229,7 +230,7 @@ def _section(text: str, heading: str, level: int) -> str:
     marks = "#" * level
     pattern = re.compile(rf"^{marks} [^\n]*{re.escape(heading)}[^\n]*$", re.MULTILINE)
     match = pattern.search(text)
-    assert match, f"README.md has no {marks} heading with {heading!r}"
+    assert match, f"docs/configuration.md has no {marks} heading with {heading!r}"
     end = re.compile(rf"^#{{1,{level}}} ", re.MULTILINE).search(text, match.end())
     return text[match.end() : end.start() if end else len(text)]
 
@@ -251,7 +252,7 @@ def _keys(path: Path) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def configuration() -> str:
-    return _section(README.read_text(encoding="utf-8"), "Configuration", 2)
+    return _section(CONFIGURATION_DOC.read_text(encoding="utf-8"), "Configuration", 1)
 
 
 @pytest.mark.parametrize(
@@ -261,22 +262,22 @@ def configuration() -> str:
 def test_the_readme_documents_every_option_with_its_default(
     configuration: str, heading: str, path: str
 ) -> None:
-    rows = _rows(_section(configuration, heading, 3))
+    rows = _rows(_section(configuration, heading, 2))
     for key, value in _keys(REPO / "conf" / path).items():
-        assert key in rows, f"README: the {heading} table has no row for `{key}` ({path})"
-        assert _default(rows[key]) == value, f"README: `{key}` default differs from {path}"
+        assert key in rows, f"{DOC}: the {heading} table has no row for `{key}` ({path})"
+        assert _default(rows[key]) == value, f"{DOC}: `{key}` default differs from {path}"
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "conf" / "benchmark").glob("*.yaml")), ids=str)
 def test_the_readme_documents_every_benchmark_option(configuration: str, path: Path) -> None:
-    rows = _rows(_section(_section(configuration, "`benchmark`", 3), f"`{path.stem}`", 4))
+    rows = _rows(_section(_section(configuration, "`benchmark`", 2), f"`{path.stem}`", 3))
     for key, value in _keys(path).items():
-        assert key in rows, f"README: benchmark `{path.stem}` has no row for `{key}`"
-        assert _default(rows[key]) == value, f"README: `{key}` default differs from {path.name}"
+        assert key in rows, f"{DOC}: benchmark `{path.stem}` has no row for `{key}`"
+        assert _default(rows[key]) == value, f"{DOC}: `{key}` default differs from {path.name}"
 
 
 def test_the_readme_documents_every_recipe_key(configuration: str) -> None:
-    rows = _rows(_section(configuration, "`recipe`", 3))
+    rows = _rows(_section(configuration, "`recipe`", 2))
     # recipe=replay's own keys are documented with it, in docs/replay.md.
     replay_options = _rows(_section((REPO / "docs" / "replay.md").read_text(), "Options", 2))
     for key, value in _keys(REPO / "conf" / "recipe" / "replay.yaml").items():
@@ -286,12 +287,12 @@ def test_the_readme_documents_every_recipe_key(configuration: str) -> None:
             rows[key] = replay_options[key]
     keys = {k for p in (REPO / "conf" / "recipe").glob("*.yaml") for k in _keys(p)}
     missing = sorted(keys - set(rows))
-    assert not missing, f"README: the `recipe` table lacks {missing}"
+    assert not missing, f"{DOC}: the `recipe` table lacks {missing}"
 
 
 def test_the_readme_documents_the_evaluator_group_and_top_level_keys(configuration: str) -> None:
-    rows = _rows(_section(configuration, "`evaluator`", 3))
+    rows = _rows(_section(configuration, "`evaluator`", 2))
     for path in (REPO / "conf" / "evaluator").glob("*.yaml"):
-        assert set(_keys(path)) <= set(rows), f"README: the `evaluator` table lacks keys of {path}"
-    top = _rows(_section(configuration, "`paths`", 3))
+        assert set(_keys(path)) <= set(rows), f"{DOC}: the `evaluator` table lacks keys of {path}"
+    top = _rows(_section(configuration, "`paths`", 2))
     assert {"paths.root", "optimized_metric"} <= set(top)

@@ -136,7 +136,7 @@ def test_info_lists_every_benchmark_recipe_and_evaluator_with_a_description(
 
 
 def test_info_lists_a_searchpath_folders_options_marked_with_it(tmp_path: Path) -> None:
-    # Relative to the directory it starts in, as Hydra takes it (the README's example).
+    # Relative to the directory it starts in, as Hydra takes it (the guide's example).
     (tmp_path / "mine" / "recipe").mkdir(parents=True)
     (tmp_path / "mine" / "recipe" / "bm25_small.yaml").write_text(
         "defaults:\n  - bm25\n  - _self_\nname: bm25_small\n"

@@ -1,6 +1,6 @@
 """Keep secrets (API keys, tokens, passwords) out of logs, params and reports.
 
-The rules (the README's trust model lists them for users):
+The rules (docs/reliability.md's trust model lists them for users):
 
 - by key name: a key whose last word names a secret (`api_key`, `openaiApiKey`,
   `aws_secret_access_key`, `private_key`, `db_password`, `auth_token`), and everything under a
