@@ -278,13 +278,6 @@ def test_the_readme_documents_every_benchmark_option(configuration: str, path: P
 
 def test_the_readme_documents_every_recipe_key(configuration: str) -> None:
     rows = _rows(_section(configuration, "`recipe`", 2))
-    # recipe=replay's own keys are documented with it, in docs/replay.md.
-    replay_options = _rows(_section((REPO / "docs" / "replay.md").read_text(), "Options", 2))
-    for key, value in _keys(REPO / "conf" / "recipe" / "replay.yaml").items():
-        if key not in rows:
-            assert key in replay_options, f"docs/replay.md: the Options table lacks `{key}`"
-            assert _default(replay_options[key]) == value, f"docs/replay.md: `{key}` default"
-            rows[key] = replay_options[key]
     keys = {k for p in (REPO / "conf" / "recipe").glob("*.yaml") for k in _keys(p)}
     missing = sorted(keys - set(rows))
     assert not missing, f"{DOC}: the `recipe` table lacks {missing}"
