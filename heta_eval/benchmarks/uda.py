@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +24,7 @@ from heta_eval.benchmarks.uda_files import (
 )
 from heta_eval.evaluators.uda_answers import (
     ANSWER_KEY,
+    AnswerOptions,
     FetaAnswerF1,
     FinQAExactMatch,
     NqAnswerF1,
@@ -92,7 +93,8 @@ class UdaBenchmark(BenchmarkAdapter):
     document; `uda_evidence_match@k`, UDA's LCS evidence match; and the subset's answer
     metrics (fin `finqa_exact_match`, tat `tatqa_exact_match`/`tatqa_f1`, paper
     `qasper_answer_f1`, feta `feta_answer_f1`, nq `nq_answer_f1`), skipped when the recipe
-    generates no answer.
+    generates no answer. Answers are scored exactly as the authors' `uda/eval` code scores
+    them; `answer_options` (see `AnswerOptions`) names corrections to choose instead.
     """
 
     default_top_k = 10
@@ -104,6 +106,7 @@ class UdaBenchmark(BenchmarkAdapter):
         data_root: str | Path | None = None,
         documents_dir: str | Path | None = None,
         evidence_ks: tuple[int, ...] | list[int] = (1, 3, 5),
+        answer_options: Mapping[str, Any] | None = None,
     ) -> None:
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
@@ -114,6 +117,7 @@ class UdaBenchmark(BenchmarkAdapter):
         self.data_root = Path(data_root).expanduser() if data_root is not None else None
         self.documents_dir = Path(documents_dir).expanduser() if documents_dir else None
         self.evidence_ks = tuple(evidence_ks)
+        self.answer_options = AnswerOptions.of(answer_options)
         self._manifest = BenchmarkManifest(
             name=f"uda-{subset}",
             version="neurips2024",
@@ -371,13 +375,14 @@ class UdaBenchmark(BenchmarkAdapter):
             yield BenchmarkRunUnit(unit_id=report, document_ids=doc_ids, case_ids=tuple(case_ids))
 
     def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]:
+        options = self.answer_options
         answers: dict[str, tuple[BenchmarkEvaluatorProtocol, ...]] = {
-            "fin": (FinQAExactMatch(),),
-            "tat": (TatQAExactMatch(), TatQAF1()),
-            "paper_text": (QasperAnswerF1(),),
-            "paper_tab": (QasperAnswerF1(),),
-            "feta": (FetaAnswerF1(),),
-            "nq": (NqAnswerF1(),),
+            "fin": (FinQAExactMatch(options),),
+            "tat": (TatQAExactMatch(options), TatQAF1(options)),
+            "paper_text": (QasperAnswerF1(options),),
+            "paper_tab": (QasperAnswerF1(options),),
+            "feta": (FetaAnswerF1(options),),
+            "nq": (NqAnswerF1(options),),
         }
         return (
             *(PageEvidenceRecallAtK(k=k) for k in self.evidence_ks),
