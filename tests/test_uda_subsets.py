@@ -232,7 +232,9 @@ def test_every_subset_from_the_command_line(
     for subset, answer_metric in answers.items():
         metrics = by_name[f"uda-{subset}"]
         assert 0 <= metrics[f"bm25.{answer_metric}"] <= 1, subset
-        assert metrics["bm25.uda_evidence_match_at_5.scored"] == 1, subset
+        # The authors score no tat retrieval: ours is named as an extension.
+        match = "uda_evidence_match_ext" if subset == "tat" else "uda_evidence_match"
+        assert metrics[f"bm25.{match}_at_5.scored"] == 1, subset
         if subset == "fin":  # finance pages are the one page locator UDA has
             assert metrics["bm25.evidence_recall_at_5.scored"] == 1
         else:

@@ -34,6 +34,7 @@ from heta_eval.evaluators.uda_answers import (
 )
 from heta_eval.evaluators.uda_evidence import (
     EVIDENCE_KEY,
+    PAGES_KEY,
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
 )
@@ -341,6 +342,8 @@ class UdaBenchmark(BenchmarkAdapter):
         if page is not None:
             locator["page_index"] = page - 1  # page_59 is the 59th page: page_index 58
         metadata = {k: v for k, v in q.metadata.items() if k != "context" and v is not None}
+        # A finance page from the bench is its own document: one page.
+        pages = {PAGES_KEY: 1} if source_type == "page_text" else {}
         expected_metadata: dict[str, Any] = {ANSWER_KEY: q.answer}
         if q.evidence is not None:
             expected_metadata[EVIDENCE_KEY] = q.evidence
@@ -349,7 +352,7 @@ class UdaBenchmark(BenchmarkAdapter):
             query=q.question,
             expected=BenchmarkExpected(
                 answers=q.answers,
-                evidence=(BenchmarkEvidence(reference_id=doc_id, locator=locator),),
+                evidence=(BenchmarkEvidence(reference_id=doc_id, locator=locator, metadata=pages),),
                 metadata=expected_metadata,
             ),
             metadata={"report": q.doc_name, "source_type": source_type, **metadata},
@@ -386,7 +389,8 @@ class UdaBenchmark(BenchmarkAdapter):
         }
         return (
             *(PageEvidenceRecallAtK(k=k) for k in self.evidence_ks),
-            *(UdaEvidenceMatchAtK(k=k) for k in self.evidence_ks),
+            # The authors score no tat retrieval: ours is named as an extension.
+            *(UdaEvidenceMatchAtK(k=k, extension=self.subset == "tat") for k in self.evidence_ks),
             *answers[self.subset],
         )
 
