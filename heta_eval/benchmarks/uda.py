@@ -91,11 +91,14 @@ class UdaBenchmark(BenchmarkAdapter):
 
     Scoring (the benchmark's own): `evidence_recall@k` on the page (fin page numbers,
     0-based `page_index`), skipped with its reason where the evidence names only the
-    document; `uda_evidence_match@k`, UDA's LCS evidence match; and the subset's answer
-    metrics (fin `finqa_exact_match`, tat `tatqa_exact_match`/`tatqa_f1`, paper
-    `qasper_answer_f1`, feta `feta_answer_f1`, nq `nq_answer_f1`), skipped when the recipe
-    generates no answer. Answers are scored exactly as the authors' `uda/eval` code scores
-    them; `answer_options` (see `AnswerOptions`) names corrections to choose instead.
+    document or the knowledge base is one page; `uda_evidence_match@k`, UDA's LCS evidence
+    match (tat: `uda_evidence_match_ext@k`, our extension, as the authors score no tat
+    retrieval); both skipped per case when the top k holds the whole knowledge base; and
+    the subset's answer metrics (fin `finqa_exact_match`, tat `tatqa_exact_match`/
+    `tatqa_f1`, paper `qasper_answer_f1`, feta `feta_answer_f1`, nq `nq_answer_f1`),
+    skipped when the recipe generates no answers. Answers are scored exactly as the
+    authors' `uda/eval` code scores them; `answer_options` (see `AnswerOptions`) names
+    corrections to choose instead. See docs/uda-scoring.md.
     """
 
     default_top_k = 10
