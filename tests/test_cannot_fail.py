@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from heta_eval.evaluators.evidence import EvidenceNDCGAtK, EvidenceRecallAtK
+from heta_eval.evaluators.evidence import AllEvidenceAtK, EvidenceNDCGAtK, EvidenceRecallAtK
 from heta_eval.evaluators.exhaustive import exhaustive_reason
-from heta_eval.evaluators.retrieval import NDCGAtK, RecallAtK, SuccessAtK
+from heta_eval.evaluators.retrieval import NDCGAtK, RecallAtK
 from heta_eval.evaluators.summary import summarize
 from heta_eval.evaluators.uda_evidence import (
     EXTENSION_NOTE,
@@ -61,7 +61,7 @@ def _score(evaluator: Any, case: BenchmarkCase, response: QueryResponse) -> Any:
 
 
 def test_a_top_k_holding_the_whole_knowledge_base_is_skipped() -> None:
-    for evaluator in (UdaEvidenceMatchAtK(5), RecallAtK(5), SuccessAtK(5), EvidenceRecallAtK(5)):
+    for evaluator in (UdaEvidenceMatchAtK(5), AllEvidenceAtK(5), EvidenceRecallAtK(5)):
         skipped = _score(evaluator, _case(), _response(items=5))
         assert skipped.value is None, evaluator.name
         assert skipped.skipped_reason == exhaustive_reason(5)
@@ -72,8 +72,9 @@ def test_a_top_k_holding_the_whole_knowledge_base_is_skipped() -> None:
         assert _score(evaluator, _case(), _response(items=None)).value == 1.0
 
 
-def test_order_sensitive_metrics_still_discriminate() -> None:
-    for evaluator in (NDCGAtK(5), EvidenceNDCGAtK(5)):
+def test_order_sensitive_and_trec_eval_metrics_are_kept() -> None:
+    # nDCG still depends on the ranking; the document-level metrics stay trec_eval's.
+    for evaluator in (NDCGAtK(5), EvidenceNDCGAtK(5), RecallAtK(5)):
         assert _score(evaluator, _case(), _response(items=2)).value == 1.0, evaluator.name
 
 
@@ -96,13 +97,13 @@ def test_tat_evidence_match_is_labelled_our_extension() -> None:
 def test_the_summary_says_how_many_cases_each_metric_could_discriminate() -> None:
     results = []
     for i, items in enumerate((2, 9, 12)):
-        score = _score(RecallAtK(5), _case(), _response(items=items))
+        score = _score(EvidenceRecallAtK(5), _case(), _response(items=items))
         results.append(
             EvaluationCaseResult(
                 case_id=f"c{i}", unit_id=f"u{i}", query_mode="bm25", query="q", scores=(score,)
             )
         )
-    _, details = summarize(results, ["bm25"], ["recall@5"], resamples=10)
-    detail = details["bm25.recall@5"]
+    _, details = summarize(results, ["bm25"], ["evidence_recall@5"], resamples=10)
+    detail = details["bm25.evidence_recall@5"]
     assert (detail.scored, detail.skipped) == (2, 1)
     assert detail.skipped_reasons == {exhaustive_reason(5): 1}

@@ -1,11 +1,13 @@
 """Metrics that cannot fail: a top k that holds the whole knowledge base.
 
 When a knowledge base holds at most k retrievable items, its top k is all of it (whatever the
-ranking), so a metric that does not look at the order of the top k (recall@k, precision@k,
-success@k, evidence recall@k, UDA's evidence match@k) measures what the knowledge base
-holds, never the retrieval. Such a case is skipped with `EXHAUSTIVE_REASON`, decided per
-case from `QueryResponse.scope` (which the runner attaches; without it nothing is skipped).
-Order-sensitive metrics (nDCG, MRR, MAP, R-precision) still discriminate and are kept.
+ranking), so an evidence metric that does not look at the order of the top k (evidence
+recall, precision and all-evidence@k, UDA's evidence match@k) measures what the knowledge
+base holds, never the retrieval. Such a case is skipped with `exhaustive_reason(k)`, decided
+per case from `QueryResponse.scope` (which the runner attaches; without it nothing is
+skipped). Order-sensitive metrics (nDCG, MRR) still discriminate and are kept; the
+document-level metrics of `retrieval` follow trec_eval, which scores every query, and are
+never skipped for size.
 """
 
 from __future__ import annotations

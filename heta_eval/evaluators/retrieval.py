@@ -25,7 +25,6 @@ import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
@@ -149,14 +148,9 @@ def success_at_k(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> fl
 
 
 class _DocumentMetric(Evaluator):
-    """Shared shape of the document-level metrics: judgments, ranking, skip rules.
-
-    A metric blind to the order of the top k (recall, precision, success) is skipped when
-    the knowledge base holds at most k retrievable items (`heta_eval.evaluators.exhaustive`).
-    """
+    """Shared shape of the document-level metrics: judgments, ranking, skip rule."""
 
     prefix = ""
-    order_sensitive = True
 
     def __init__(self, k: int = 10, ignore_identical_ids: bool = False) -> None:
         if k <= 0:
@@ -175,11 +169,6 @@ class _DocumentMetric(Evaluator):
         grades, ranked = judged_ranking(case, response, self.ignore_identical_ids)
         if not grades:
             return EvaluationScore(name=self.name, value=None, skipped_reason="no judgments")
-        if (
-            not self.order_sensitive
-            and (skipped := exhaustive_skip(self.name, response, self.k)) is not None
-        ):
-            return skipped
         if not any(g > 0 for g in grades.values()):
             # Judged, none relevant: trec_eval scores such a query 0 and averages it in.
             return EvaluationScore(name=self.name, value=0.0, details={"relevant": 0})
@@ -209,7 +198,6 @@ class RecallAtK(_DocumentMetric):
     """Fraction of the relevant documents ranked within the top k."""
 
     prefix = "recall"
-    order_sensitive = False
 
     def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
         return recall_at_k(grades, ranked, self.k)
@@ -219,7 +207,6 @@ class PrecisionAtK(_DocumentMetric):
     """Relevant documents within the top k divided by k (trec_eval's P_k)."""
 
     prefix = "precision"
-    order_sensitive = False
 
     def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
         return precision_at_k(grades, ranked, self.k)
@@ -247,7 +234,6 @@ class SuccessAtK(_DocumentMetric):
     """1 when a relevant document is within the top k (Success@k, also called Hit@k)."""
 
     prefix = "success"
-    order_sensitive = False
 
     def compute(self, grades: Mapping[str, int], ranked: Sequence[str]) -> float:
         return success_at_k(grades, ranked, self.k)
