@@ -2,7 +2,7 @@
 
 Each case names a real question of the bench files (its gold answer as the file writes it);
 the expected value is worked out from the authors' definitions in the comment beside it.
-benchmarks/uda_side_by_side.py runs their code and ours on 68,000 such pairs.
+examples/uda_side_by_side.py runs their code and ours on 68,000 such pairs.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Score UDA answers with the authors' `uda/eval` code and with ours, side by side.
 
-    python benchmarks/uda_side_by_side.py --authors PATH/TO/UDA-Benchmark \\
+    python examples/uda_side_by_side.py --authors PATH/TO/UDA-Benchmark \\
         [--data /work/shared/datasets/uda] [--options '{"extraction": "stripped"}']
 
 `--authors` is a checkout of github.com/qinchuanhui/UDA-Benchmark (fca5237); its `uda/eval`
