@@ -14,6 +14,9 @@ import pytest
 from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import BenchmarkDataError, UdaBenchmark
 from heta_eval.benchmarks.uda import page_number, render_row
+from heta_eval.evaluators.exhaustive import exhaustive_reason
+from heta_eval.evaluators.uda_answers import NO_ANSWERS_REASON
+from heta_eval.evaluators.uda_evidence import ONE_PAGE_REASON
 from heta_eval.records import BenchmarkWorkspace
 
 from .conftest import SHARED, load_recipe
@@ -64,6 +67,13 @@ def test_bench_builds_one_kb_per_report(uda_root: Path, tmp_path: Path) -> None:
     # Without answer generation the answer metrics are skipped, not zero.
     detail = report.score_details["bm25.finqa_exact_match"]
     assert detail.scored == 0 and detail.skipped == 451
+    assert detail.skipped_reasons == {NO_ANSWERS_REASON: 451}
+    # Metrics that cannot fail are skipped per case: page recall where the knowledge base
+    # is one page, a top 5 that holds every chunk of the knowledge base.
+    recall = report.score_details["bm25.evidence_recall@5"]
+    assert recall.skipped_reasons == {ONE_PAGE_REASON: 100} and recall.scored == 351
+    match = report.score_details["bm25.uda_evidence_match@5"]
+    assert match.skipped_reasons == {exhaustive_reason(5): 11} and match.scored == 440
 
 
 def test_bench_pages_carry_rows_and_answers(uda_root: Path, tmp_path: Path) -> None:

@@ -7,18 +7,6 @@ import random
 
 import pytest
 
-from heta_eval.evaluators.uda_answers import (
-    FetaAnswerF1,
-    FinQAExactMatch,
-    NqAnswerF1,
-    QasperAnswerF1,
-    TatQAExactMatch,
-    TatQAF1,
-    finqa_exact_match,
-    qasper_f1,
-    squad_f1,
-    tatqa_em_f1,
-)
 from heta_eval.evaluators.uda_evidence import (
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
@@ -138,73 +126,3 @@ def test_document_only_evidence_cannot_discriminate_and_is_skipped() -> None:
     )
     assert _score(PageEvidenceRecallAtK(5), paged, _response("a", page=3)).value == 1.0
     assert _score(PageEvidenceRecallAtK(5), paged, _response("a", page=4)).value == 0.0
-
-
-# --- answers -----------------------------------------------------------------------------
-
-
-def test_finqa_exact_match_of_the_executed_answer() -> None:
-    gold = ["0.57484", "57%"]
-    assert finqa_exact_match("The answer is: 57%", gold) == 1.0  # 0.57 is within 1%
-    assert finqa_exact_match("about 0.575 of the total", gold) == 1.0  # its last number
-    assert finqa_exact_match("0.58", gold) == 1.0  # |0.58 - 0.57484| / 0.5774 < 0.01
-    assert finqa_exact_match("0.59", gold) == 0.0
-    assert finqa_exact_match("57.5", gold) == 0.0  # 57.5 is not 57% (no percent sign)
-    assert finqa_exact_match("Yes.", ["yes", "yes"]) == 1.0
-    assert finqa_exact_match("no", ["yes", "yes"]) == 0.0
-    assert finqa_exact_match("", gold) == 0.0
-
-
-def test_tatqa_exact_match_and_f1_keep_the_scale() -> None:
-    assert tatqa_em_f1("92,500", ["92500"], "") == (1.0, 1.0)
-    # A percent answer: gold 12.35 percent is 0.1235; "12.35%" and the bare 0.1235 match.
-    assert tatqa_em_f1("12.35%", ["12.35"], "percent") == (1.0, 1.0)
-    assert tatqa_em_f1("0.1235", ["12.35"], "percent") == (1.0, 1.0)
-    assert tatqa_em_f1("12.35", ["12.35"], "percent") == (0.0, 0.0)
-    # A thousand-scaled integer: 1234 thousand is written 1234000.
-    assert tatqa_em_f1("1,234,000", ["1234"], "thousand") == (1.0, 1.0)
-    assert tatqa_em_f1("1234", ["1234"], "thousand") == (0.0, 0.0)
-    # Text spans: bag-of-words F1 (2 of 3 predicted words, both gold words): 0.8.
-    assert tatqa_em_f1("certain benefits.", ["certain benefits"], "") == (1.0, 1.0)
-    assert tatqa_em_f1("certain health benefits", ["certain benefits"], "") == (0.0, 0.8)
-
-
-def test_token_f1_metrics_of_paper_feta_and_nq() -> None:
-    assert qasper_f1("Yes, they do.", ["yes"]) == 1.0  # aligned to the yes/no reference
-    # "a BiLSTM model" -> {bilstm, model}; vs "BiLSTM with attention": P 1/2, R 1/3 -> 0.4.
-    assert qasper_f1("a BiLSTM model", ["BiLSTM with attention", "an LSTM"]) == pytest.approx(0.4)
-    # 4 predicted tokens all in the 8-token reference: P 1, R 1/2 -> 2/3.
-    reference = "In 2016, Platt played the role of Evan Hansen."
-    assert squad_f1("Platt played Evan Hansen", reference) == pytest.approx(2 / 3)
-    assert squad_f1("", reference) == 0.0
-
-
-def test_answer_evaluators_read_each_subsets_gold() -> None:
-    fin = _case(("57%", "0.57484"), uda_answer={"str_answer": "57%", "exe_answer": "0.57484"})
-    assert _score(FinQAExactMatch(), fin, _response(answer="57%")).value == 1.0
-    tat = _case(
-        ("12.35",), uda_answer={"answer": 12.35, "answer_type": "arithmetic", "scale": "percent"}
-    )
-    assert _score(TatQAExactMatch(), tat, _response(answer="12.35%")).value == 1.0
-    assert _score(TatQAF1(), tat, _response(answer="12.35")).value == 0.0
-    nq_gold = {"short_answer": "Congress", "long_answer": "Congress sets the size of the court"}
-    nq = _case(("Congress",), uda_answer=nq_gold)
-    assert _score(NqAnswerF1(), nq, _response(answer="Congress")).value == 1.0
-    # Long answer {congress, sets, size, of, court} vs {size, is, set, by, law}: 1 in 5.
-    assert _score(NqAnswerF1(), nq, _response(answer="the size is set by law")).value == (
-        pytest.approx(0.2)
-    )
-    paper = _case(("BiLSTM with attention", "an LSTM"))
-    assert _score(QasperAnswerF1(), paper, _response(answer="a BiLSTM model")).value == (
-        pytest.approx(0.4)
-    )
-    feta = _case(("In 2016, Platt played the role of Evan Hansen.",))
-    assert _score(FetaAnswerF1(), feta, _response(answer="Platt played Evan Hansen")).value == (
-        pytest.approx(2 / 3)
-    )
-    # The prediction is what follows UDA's "The answer is:".
-    assert _score(
-        FetaAnswerF1(), feta, _response(answer="So... The answer is: Platt played Evan Hansen")
-    ).value == pytest.approx(2 / 3)
-    unanswered = _score(NqAnswerF1(), nq, _response("context only"))
-    assert unanswered.value is None and unanswered.skipped_reason == "no answer generated"

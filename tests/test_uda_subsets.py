@@ -232,12 +232,20 @@ def test_every_subset_from_the_command_line(
     for subset, answer_metric in answers.items():
         metrics = by_name[f"uda-{subset}"]
         assert 0 <= metrics[f"bm25.{answer_metric}"] <= 1, subset
-        assert metrics["bm25.uda_evidence_match_at_5.scored"] == 1, subset
-        if subset == "fin":  # finance pages are the one page locator UDA has
-            assert metrics["bm25.evidence_recall_at_5.scored"] == 1
-        else:
-            assert "bm25.evidence_recall_at_5" not in metrics, subset
-            assert metrics["bm25.evidence_recall_at_5.skipped"] == 1, subset
+        # The authors score no tat retrieval: ours is named as an extension.
+        match = "uda_evidence_match_ext" if subset == "tat" else "uda_evidence_match"
+        # Scored, or skipped because the top 5 holds the whole knowledge base (below).
+        done = metrics[f"bm25.{match}_at_5.scored"] + metrics[f"bm25.{match}_at_5.skipped"]
+        assert done == 1, subset
+        # One case: fin's knowledge base is its one page, the others' evidence names no
+        # page; either way page recall cannot discriminate.
+        assert "bm25.evidence_recall_at_5" not in metrics, subset
+        assert metrics["bm25.evidence_recall_at_5.skipped"] == 1, subset
+    for path in (tmp_path / "outputs").glob("multiruns/*/*/*/report.json"):
+        details = json.loads(path.read_text())["score_details"]
+        for key, detail in details.items():
+            if "@" in key:
+                assert all(r.startswith("cannot discriminate") for r in detail["skipped_reasons"])
     report = json.loads(
         next((tmp_path / "outputs").glob("multiruns/*/*/1/report.json")).read_text()
     )

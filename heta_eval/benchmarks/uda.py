@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +24,7 @@ from heta_eval.benchmarks.uda_files import (
 )
 from heta_eval.evaluators.uda_answers import (
     ANSWER_KEY,
+    AnswerOptions,
     FetaAnswerF1,
     FinQAExactMatch,
     NqAnswerF1,
@@ -33,6 +34,7 @@ from heta_eval.evaluators.uda_answers import (
 )
 from heta_eval.evaluators.uda_evidence import (
     EVIDENCE_KEY,
+    PAGES_KEY,
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
 )
@@ -89,10 +91,14 @@ class UdaBenchmark(BenchmarkAdapter):
 
     Scoring (the benchmark's own): `evidence_recall@k` on the page (fin page numbers,
     0-based `page_index`), skipped with its reason where the evidence names only the
-    document; `uda_evidence_match@k`, UDA's LCS evidence match; and the subset's answer
-    metrics (fin `finqa_exact_match`, tat `tatqa_exact_match`/`tatqa_f1`, paper
-    `qasper_answer_f1`, feta `feta_answer_f1`, nq `nq_answer_f1`), skipped when the recipe
-    generates no answer.
+    document or the knowledge base is one page; `uda_evidence_match@k`, UDA's LCS evidence
+    match (tat: `uda_evidence_match_ext@k`, our extension, as the authors score no tat
+    retrieval); both skipped per case when the top k holds the whole knowledge base; and
+    the subset's answer metrics (fin `finqa_exact_match`, tat `tatqa_exact_match`/
+    `tatqa_f1`, paper `qasper_answer_f1`, feta `feta_answer_f1`, nq `nq_answer_f1`),
+    skipped when the recipe generates no answers. Answers are scored exactly as the
+    authors' `uda/eval` code scores them; `answer_options` (see `AnswerOptions`) names
+    corrections to choose instead. See docs/uda-scoring.md.
     """
 
     default_top_k = 10
@@ -104,6 +110,7 @@ class UdaBenchmark(BenchmarkAdapter):
         data_root: str | Path | None = None,
         documents_dir: str | Path | None = None,
         evidence_ks: tuple[int, ...] | list[int] = (1, 3, 5),
+        answer_options: Mapping[str, Any] | None = None,
     ) -> None:
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
@@ -114,6 +121,7 @@ class UdaBenchmark(BenchmarkAdapter):
         self.data_root = Path(data_root).expanduser() if data_root is not None else None
         self.documents_dir = Path(documents_dir).expanduser() if documents_dir else None
         self.evidence_ks = tuple(evidence_ks)
+        self.answer_options = AnswerOptions.of(answer_options)
         self._manifest = BenchmarkManifest(
             name=f"uda-{subset}",
             version="neurips2024",
@@ -337,6 +345,8 @@ class UdaBenchmark(BenchmarkAdapter):
         if page is not None:
             locator["page_index"] = page - 1  # page_59 is the 59th page: page_index 58
         metadata = {k: v for k, v in q.metadata.items() if k != "context" and v is not None}
+        # A finance page from the bench is its own document: one page.
+        pages = {PAGES_KEY: 1} if source_type == "page_text" else {}
         expected_metadata: dict[str, Any] = {ANSWER_KEY: q.answer}
         if q.evidence is not None:
             expected_metadata[EVIDENCE_KEY] = q.evidence
@@ -345,7 +355,7 @@ class UdaBenchmark(BenchmarkAdapter):
             query=q.question,
             expected=BenchmarkExpected(
                 answers=q.answers,
-                evidence=(BenchmarkEvidence(reference_id=doc_id, locator=locator),),
+                evidence=(BenchmarkEvidence(reference_id=doc_id, locator=locator, metadata=pages),),
                 metadata=expected_metadata,
             ),
             metadata={"report": q.doc_name, "source_type": source_type, **metadata},
@@ -371,17 +381,19 @@ class UdaBenchmark(BenchmarkAdapter):
             yield BenchmarkRunUnit(unit_id=report, document_ids=doc_ids, case_ids=tuple(case_ids))
 
     def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]:
+        options = self.answer_options
         answers: dict[str, tuple[BenchmarkEvaluatorProtocol, ...]] = {
-            "fin": (FinQAExactMatch(),),
-            "tat": (TatQAExactMatch(), TatQAF1()),
-            "paper_text": (QasperAnswerF1(),),
-            "paper_tab": (QasperAnswerF1(),),
-            "feta": (FetaAnswerF1(),),
-            "nq": (NqAnswerF1(),),
+            "fin": (FinQAExactMatch(options),),
+            "tat": (TatQAExactMatch(options), TatQAF1(options)),
+            "paper_text": (QasperAnswerF1(options),),
+            "paper_tab": (QasperAnswerF1(options),),
+            "feta": (FetaAnswerF1(options),),
+            "nq": (NqAnswerF1(options),),
         }
         return (
             *(PageEvidenceRecallAtK(k=k) for k in self.evidence_ks),
-            *(UdaEvidenceMatchAtK(k=k) for k in self.evidence_ks),
+            # The authors score no tat retrieval: ours is named as an extension.
+            *(UdaEvidenceMatchAtK(k=k, extension=self.subset == "tat") for k in self.evidence_ks),
             *answers[self.subset],
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.evaluators.matching import DEFAULT_MATCHER, EvidenceMatcher
 from heta_eval.protocol import Evaluator
 from heta_eval.records import (
@@ -37,9 +38,11 @@ def match_matrix(
 
 
 class _EvidenceMetric(Evaluator):
-    """Shared shape: top-k results, the matcher, and the skip rule."""
+    """Shared shape: top-k results, the matcher, and the skip rules (an order-insensitive
+    metric is skipped when the knowledge base holds at most k retrievable items)."""
 
     prefix = ""
+    order_sensitive = True
 
     def __init__(self, k: int = 10, matcher: EvidenceMatcher | None = None) -> None:
         if k <= 0:
@@ -58,6 +61,11 @@ class _EvidenceMetric(Evaluator):
         evidence = labelled_evidence(case)
         if not evidence:
             return EvaluationScore(name=self.name, value=None, skipped_reason="no evidence labels")
+        if (
+            not self.order_sensitive
+            and (skipped := exhaustive_skip(self.name, response, self.k)) is not None
+        ):
+            return skipped
         matrix = match_matrix(evidence, response.results[: self.k], self.matcher)
         found = sum(any(row[j] for row in matrix) for j in range(len(evidence)))
         return EvaluationScore(
@@ -71,6 +79,7 @@ class EvidenceRecallAtK(_EvidenceMetric):
     """Fraction of the evidence items matched by at least one of the top-k results."""
 
     prefix = "evidence_recall"
+    order_sensitive = False
 
     def compute(self, matrix: list[list[bool]], evidence_count: int) -> float:
         return sum(any(row[j] for row in matrix) for j in range(evidence_count)) / evidence_count
@@ -81,6 +90,7 @@ class EvidencePrecisionAtK(_EvidenceMetric):
     (divided by k, as trec_eval's P@k, so short result lists are not rewarded)."""
 
     prefix = "evidence_precision"
+    order_sensitive = False
 
     def compute(self, matrix: list[list[bool]], evidence_count: int) -> float:
         return sum(any(row) for row in matrix) / self.k
@@ -121,6 +131,7 @@ class AllEvidenceAtK(_EvidenceMetric):
     """1 when every evidence item is supported within the top k (multi-hop: all facts)."""
 
     prefix = "all_evidence"
+    order_sensitive = False
 
     def compute(self, matrix: list[list[bool]], evidence_count: int) -> float:
         return float(all(any(row[j] for row in matrix) for j in range(evidence_count)))

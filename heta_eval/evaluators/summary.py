@@ -25,7 +25,9 @@ def summarize(
 ) -> tuple[dict[str, float], dict[str, ScoreAggregate]]:
     """Mean of each metric over the cases it scored, per query mode, with its statistics.
 
-    Skipped, undetermined and failed cases are counted, never averaged in. The details add
+    Skipped, undetermined and failed cases are counted, never averaged in; `scored` is
+    how many cases the metric could discriminate, `skipped_reasons` why the others were
+    skipped (a metric that cannot fail on a case skips it with its reason). The details add
     the sample standard deviation and a seeded percentile-bootstrap confidence interval
     (`resamples` resamples at `confidence`). A metric that scored no case has no entry in
     the summary, only in the details.
@@ -37,6 +39,7 @@ def summarize(
         for metric in metrics:
             values: list[float] = []
             skipped = undetermined = failed = 0
+            reasons: dict[str, int] = {}
             for result in mode_results:
                 score = next((s for s in result.scores if s.name == metric), None)
                 if score is None:
@@ -45,6 +48,8 @@ def summarize(
                     undetermined += 1
                 elif score.value is None:
                     skipped += 1
+                    why = score.skipped_reason or "no reason given"
+                    reasons[why] = reasons.get(why, 0) + 1
                 else:
                     values.append(score.value)
             key = summary_key(mode, metric)
@@ -62,6 +67,7 @@ def summarize(
                 skipped=skipped,
                 undetermined=undetermined,
                 failed=failed,
+                skipped_reasons=dict(sorted(reasons.items(), key=lambda r: (-r[1], r[0]))),
             )
     return summary, details
 

@@ -1,45 +1,116 @@
-"""UDA's answer metrics, one per subset, as the benchmark's authors score generated answers.
+"""UDA's answer metrics, one per subset, computed as the authors' `uda/eval` code computes them.
 
-- fin: FinQA exact match — the answer's number within 1% (relative to the mean of the two)
-  of the executed answer or of the written one (`57%` is 0.57); text answers (yes/no) must
-  normalise to the same words. Scale words are ignored.
-- tat: TAT-QA exact match and numeracy-focused F1 — the gold answer is written with its
-  scale (`92,500` thousand → `92500000`; a percent answer as a fraction with 4 decimals),
-  the prediction as written and, for a bare number, also with 4 decimals; EM compares the
-  normalised answers, F1 their token sets (DROP F1, rounded to 2 decimals); the better
-  (EM, then F1) of the prediction's forms counts.
-- paper: Qasper answer F1 — SQuAD token F1, the best over the reference answers; a yes/no
-  reference turns a prediction starting with yes/no into that word.
-- feta: SQuAD token F1 against the one reference answer.
-- nq: the better SQuAD token F1 against the long and the short answer.
+By default every step is the authors' (checked side by side with their code at fca5237 on
+the same inputs; docs/uda-scoring.md lists the check and each difference):
 
-The prediction is the text after the last `The answer is:` (UDA's prompts), else the whole
-answer. Cases without a generated answer are skipped, not scored 0. Gold answers are read
-from `expected.metadata["uda_answer"]` (fin, tat, nq) or `expected.answers` (paper, feta).
+- extraction: paper, feta and nq keep the text after the last `"The answer is: "` (with
+  its space: a newline after the colon leaves the whole response); fin and tat split on
+  `"The answer is:"` (see `heta_eval.evaluators.uda_finance`).
+- paper (`qasper_answer_f1`): when any reference is yes/no, a prediction starting with
+  "yes"/"no" becomes that word first; then SQuAD token F1, the best over the first three
+  references.
+- feta (`feta_answer_f1`): SQuAD token F1 against the one reference.
+- nq (`nq_answer_f1`): the better SQuAD token F1 against the long and the short answer.
+- fin (`finqa_exact_match`), tat (`tatqa_exact_match`, `tatqa_f1`): see `uda_finance`.
+- a missing answer: fin scores 0, tat scores the text `" "`, paper/feta/nq leave the
+  question out (the authors' `eval_main` drops it), as their code counts a `None`
+  response; a recipe that generates no answers at all is skipped.
+
+`AnswerOptions` names the corrections a user may choose instead; none is the default.
+Gold answers are read from `expected.metadata["uda_answer"]`, as the bench file writes
+them (`expected.answers` when it is absent).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from heta_eval.evaluators.answer import normalize_answer
-from heta_eval.evaluators.finance_answers import (
-    answer_bag,
-    bag_f1,
-    final_answer,
-    is_number,
-    normalize_finance_answer,
-    scale_factor,
-    to_number,
-)
+from heta_eval.evaluators.uda_finance import finqa_exact_match, tatqa_em_f1, tatqa_gold
 from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 ANSWER_KEY = "uda_answer"
-_ANY_NUMBER = re.compile(r"[-+]?\d*\.?\d+")
+TEXT_MARKER = "The answer is: "
+NO_ANSWERS_REASON = "the recipe generates no answers"
+LEFT_OUT_REASON = "no answer: the authors' scorer leaves the question out"
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """Corrections of the authors' answer scoring; the defaults are the authors' scoring.
+
+    - `extraction`: `authors` (as above) or `stripped`: every subset keeps the text after
+      the last `The answer is:` stripped of surrounding whitespace.
+    - `yes_no`: `authors` (a prediction *starting* with yes/no becomes that word, once,
+      for all references) or `word`: only a first *word* yes/no is aligned, and only when
+      scored against a yes/no reference.
+    - `leading_decimal`: read `.92` as 0.92 (the authors read it as 0) in fin and tat.
+    - `drop_empty_gold`: fin ignores an empty `str_answer` (the authors keep it as a
+      gold answer, which a prediction that normalises to nothing matches).
+    - `missing_answer`: `authors` (as above) or `skip`: a missing answer is never scored.
+    """
+
+    extraction: Literal["authors", "stripped"] = "authors"
+    yes_no: Literal["authors", "word"] = "authors"
+    leading_decimal: bool = False
+    drop_empty_gold: bool = False
+    missing_answer: Literal["authors", "skip"] = "authors"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("extraction", ("authors", "stripped")),
+            ("yes_no", ("authors", "word")),
+            ("missing_answer", ("authors", "skip")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"answer_options.{name} must be one of {list(allowed)}, "
+                    f"got {getattr(self, name)!r}"
+                )
+
+    @classmethod
+    def of(cls, value: AnswerOptions | Mapping[str, Any] | None) -> AnswerOptions:
+        """Options from a mapping (a config's `answer_options`), naming unknown keys."""
+        if value is None or isinstance(value, AnswerOptions):
+            return value or cls()
+        unknown = sorted(set(value) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(
+                f"answer_options: unknown option(s) {unknown}; "
+                f"known: {sorted(cls.__dataclass_fields__)}"
+            )
+        return cls(**dict(value))
+
+    def deviations(self) -> dict[str, Any]:
+        """The options that differ from the authors' scoring."""
+        default = AnswerOptions()
+        return {
+            name: getattr(self, name)
+            for name in self.__dataclass_fields__
+            if getattr(self, name) != getattr(default, name)
+        }
+
+
+AUTHORS = AnswerOptions()
+
+
+def text_prediction(response: str, options: AnswerOptions = AUTHORS) -> str:
+    """The prediction of a paper, feta or nq response (see the module docstring)."""
+    if options.extraction == "stripped":
+        return response.split(TEXT_MARKER.rstrip())[-1].strip()
+    return response.split(TEXT_MARKER)[-1]
+
+
+def finance_response(response: str | None, options: AnswerOptions = AUTHORS) -> str | None:
+    """A fin/tat response as its scorer reads it (just its prediction, stripped, under
+    `extraction: stripped`; the scorer's own split then leaves it as it is)."""
+    if response is None or options.extraction == "authors":
+        return response
+    return response.split(TEXT_MARKER.rstrip())[-1].strip()
 
 
 def squad_f1(prediction: str, reference: str) -> float:
@@ -53,133 +124,112 @@ def squad_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def qasper_f1(prediction: str, references: list[str]) -> float:
-    """Best SQuAD F1 over the references, yes/no predictions aligned to yes/no references."""
-    best = 0.0
-    for reference in references:
-        if reference.lower() in ("yes", "no"):
-            if prediction.lower().startswith("yes"):
-                prediction = "Yes"
-            elif prediction.lower().startswith("no"):
-                prediction = "No"
-        best = max(best, squad_f1(prediction, reference))
-    return best
+def _aligned(prediction: str, word: bool) -> str:
+    lowered = prediction.lower()
+    if word:
+        first = normalize_answer(lowered).split()[:1]
+        return {"yes": "Yes", "no": "No"}.get(first[0], prediction) if first else prediction
+    if lowered.startswith("yes"):
+        return "Yes"
+    if lowered.startswith("no"):
+        return "No"
+    return prediction
 
 
-def _finqa_value(text: str) -> int | float | str:
-    if is_number(text):
-        value = to_number(text, ignore_scale=True)
-        return 0 if value is None else value
-    return normalize_finance_answer(text, ignore_scale=True)
-
-
-def _finqa_match(predicted: int | float | str, gold: int | float | str) -> bool:
-    if isinstance(gold, str):
-        return answer_bag(str(predicted), True)[0] == answer_bag(gold, True)[0]
-    if isinstance(predicted, str):
-        try:
-            predicted = float(predicted)
-        except ValueError:
-            found = _ANY_NUMBER.findall(predicted)
-            if not found:
-                return False
-            predicted = float(found[-1])
-    return abs(predicted - gold) / abs((predicted + gold) / 2 + 1e-9) < 0.01
-
-
-def finqa_exact_match(response: str, gold_answers: list[str]) -> float:
-    """1.0 when the final answer matches any gold form (executed value, written answer)."""
-    prediction = final_answer(response).rstrip("\"'.\n,")
-    if not prediction:
-        return 0.0
-    predicted = _finqa_value(prediction)
-    return float(any(_finqa_match(predicted, _finqa_value(g)) for g in gold_answers))
-
-
-def tatqa_gold(answer: Any, answer_type: str) -> list[str]:
-    """The gold spans of a TAT-QA answer: a list for (multi-)spans, else one string."""
-    items = [str(a) for a in answer] if isinstance(answer, list | tuple) else [str(answer)]
-    if answer_type == "count" and len(items) == 1 and is_number(items[0]):
-        value = to_number(items[0], ignore_scale=True)
-        items = [str(int(value))] if value is not None else items
-    return items
-
-
-def tatqa_string(answers: list[str], scale: str) -> str:
-    """Spans (sorted) written with the scale: numbers as their scaled value, text + scale."""
-    written = []
-    for answer in sorted(answers):
-        value = to_number(answer, ignore_scale=False) if is_number(answer) else None
-        if value is None:
-            written.append(f"{answer} {scale}" if scale else answer)
-        elif "%" in answer:
-            written.append(f"{value:.4f}")
-        elif isinstance(value, int):
-            written.append(str(value * scale_factor(scale)))
-        else:
-            written.append(f"{round(value, 2) * scale_factor(scale):.4f}")
-    return " ".join(written)
-
-
-def tatqa_em_f1(response: str, gold: list[str], scale: str) -> tuple[float, float]:
-    """TAT-QA (EM, F1) of a response against gold spans and their scale."""
-    prediction = final_answer(response)
-    if prediction.endswith("."):
-        prediction = prediction[:-1]
-    if not prediction or not gold:
-        return 0.0, 0.0
-    forms = [tatqa_string([prediction], "")]
-    if "%" not in prediction and is_number(prediction):
-        value = to_number(prediction, ignore_scale=False)
-        if value is not None:
-            forms.append(f"{value:.4f}")
-    gold_text, gold_bag = answer_bag(tatqa_string(gold, scale), False)
-    best = (0.0, 0.0)
-    for form in forms:
-        text, bag = answer_bag(form, False)
-        best = max(best, (float(text == gold_text), round(bag_f1(bag, gold_bag), 2)))
-    return best
-
-
-def _skip(name: str, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore | None:
-    if response.answer is None:
-        return EvaluationScore(name=name, value=None, skipped_reason="no answer generated")
-    if not case.expected.answers:
-        return EvaluationScore(name=name, value=None, skipped_reason="no expected answers")
-    return None
+def qasper_f1(prediction: str, references: list[str], options: AnswerOptions = AUTHORS) -> float:
+    """Qasper answer F1 of a prediction (see the module docstring)."""
+    if options.yes_no == "word":
+        return max(
+            (
+                squad_f1(
+                    _aligned(prediction, True) if r.lower() in ("yes", "no") else prediction, r
+                )
+                for r in references
+            ),
+            default=0.0,
+        )
+    if any(r.lower() in ("yes", "no") for r in references):
+        prediction = _aligned(prediction, False)
+    # The authors pad the references to three and score the first three.
+    return max(squad_f1(prediction, r) for r in [*references, " ", " ", " "][:3])
 
 
 def _gold(case: BenchmarkCase) -> Mapping[str, Any]:
     return case.expected.metadata.get(ANSWER_KEY) or {}
 
 
-class FinQAExactMatch(Evaluator):
-    """UDA fin: FinQA exact match of the executed numeric answer (see module docstring)."""
+class _UdaAnswerMetric(Evaluator):
+    """Shared: options, the missing-answer rule, the name."""
+
+    name = ""
+    # Whether the authors score a missing response (fin, tat) or leave it out (paper...).
+    scores_missing = False
+
+    def __init__(self, options: AnswerOptions | Mapping[str, Any] | None = None) -> None:
+        self.options = AnswerOptions.of(options)
+
+    def _missing(self, response: QueryResponse) -> EvaluationScore | None:
+        if response.answer is not None:
+            return None
+        if response.scope is not None and response.scope.answers is False:
+            return EvaluationScore(name=self.name, value=None, skipped_reason=NO_ANSWERS_REASON)
+        if self.options.missing_answer == "skip":
+            return EvaluationScore(name=self.name, value=None, skipped_reason="no answer generated")
+        if not self.scores_missing:
+            return EvaluationScore(name=self.name, value=None, skipped_reason=LEFT_OUT_REASON)
+        return None
+
+    def _scored(self, value: float, response: QueryResponse) -> EvaluationScore:
+        details = {"missing_answer": True} if response.answer is None else {}
+        return EvaluationScore(name=self.name, value=value, details=details)
+
+
+class FinQAExactMatch(_UdaAnswerMetric):
+    """UDA fin: FinQA exact match of the executed numeric answer (see `uda_finance`)."""
 
     name = "finqa_exact_match"
+    scores_missing = True
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        if (skipped := _skip(self.name, case, response)) is not None:
-            return skipped
+        if (missing := self._missing(response)) is not None:
+            return missing
         gold = _gold(case)
-        forms = [str(gold["exe_answer"]), str(gold["str_answer"])] if gold else []
-        forms = [f for f in forms if f.strip()] or list(case.expected.answers)
-        value = finqa_exact_match(response.answer or "", forms)
-        return EvaluationScore(name=self.name, value=value)
-
-
-class _TatQA(Evaluator):
-    index = 0
-
-    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        if (skipped := _skip(self.name, case, response)) is not None:
-            return skipped
-        gold = _gold(case)
-        spans = tatqa_gold(
-            gold.get("answer", list(case.expected.answers)), gold.get("answer_type", "")
+        if gold:
+            exe, text = str(gold.get("exe_answer", "")), str(gold.get("str_answer", ""))
+        elif case.expected.answers:
+            exe, text = case.expected.answers[0], case.expected.answers[-1]
+        else:
+            return EvaluationScore(name=self.name, value=None, skipped_reason="no expected answers")
+        value = finqa_exact_match(
+            finance_response(response.answer, self.options),
+            exe,
+            text,
+            leading_decimal=self.options.leading_decimal,
+            drop_empty_gold=self.options.drop_empty_gold,
         )
-        scores = tatqa_em_f1(response.answer or "", spans, gold.get("scale", ""))
-        return EvaluationScore(name=self.name, value=scores[self.index])
+        return self._scored(value, response)
+
+
+class _TatQA(_UdaAnswerMetric):
+    index = 0
+    scores_missing = True
+
+    async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
+        if (missing := self._missing(response)) is not None:
+            return missing
+        gold = _gold(case)
+        answer_type = str(gold.get("answer_type", ""))
+        answer = gold.get("answer", list(case.expected.answers))
+        if answer_type in ("span", "multi-span") and not isinstance(answer, list):
+            answer = [answer]  # a QA-table row's single span
+        spans = tatqa_gold(answer, answer_type)
+        scores = tatqa_em_f1(
+            finance_response(response.answer, self.options),
+            spans,
+            str(gold.get("scale", "")),
+            leading_decimal=self.options.leading_decimal,
+        )
+        return self._scored(scores[self.index], response)
 
 
 class TatQAExactMatch(_TatQA):
@@ -196,43 +246,50 @@ class TatQAF1(_TatQA):
     index = 1
 
 
-class QasperAnswerF1(Evaluator):
-    """UDA paper_text/paper_tab: Qasper answer F1, the best over the reference answers."""
+class QasperAnswerF1(_UdaAnswerMetric):
+    """UDA paper_text/paper_tab: Qasper answer F1 (see the module docstring)."""
 
     name = "qasper_answer_f1"
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        if (skipped := _skip(self.name, case, response)) is not None:
-            return skipped
-        value = qasper_f1(final_answer(response.answer or ""), list(case.expected.answers))
-        return EvaluationScore(name=self.name, value=value)
+        references = [str(r) for r in _gold(case).get("references") or case.expected.answers]
+        if not references:
+            return EvaluationScore(name=self.name, value=None, skipped_reason="no expected answers")
+        if (missing := self._missing(response)) is not None:
+            return missing
+        prediction = text_prediction(response.answer or "", self.options)
+        return self._scored(qasper_f1(prediction, references, self.options), response)
 
 
-class FetaAnswerF1(Evaluator):
+class FetaAnswerF1(_UdaAnswerMetric):
     """UDA feta: SQuAD token F1 against the reference answer."""
 
     name = "feta_answer_f1"
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        if (skipped := _skip(self.name, case, response)) is not None:
-            return skipped
-        prediction = final_answer(response.answer or "")
-        value = max(squad_f1(prediction, a) for a in case.expected.answers)
-        return EvaluationScore(name=self.name, value=value)
+        gold = _gold(case)
+        reference = str(gold["answer"]) if "answer" in gold else " ".join(case.expected.answers[:1])
+        if not reference:
+            return EvaluationScore(name=self.name, value=None, skipped_reason="no expected answers")
+        if (missing := self._missing(response)) is not None:
+            return missing
+        prediction = text_prediction(response.answer or "", self.options)
+        return self._scored(squad_f1(prediction, reference), response)
 
 
-class NqAnswerF1(Evaluator):
+class NqAnswerF1(_UdaAnswerMetric):
     """UDA nq: the better SQuAD token F1 against the long and the short answer."""
 
     name = "nq_answer_f1"
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
-        if (skipped := _skip(self.name, case, response)) is not None:
-            return skipped
         gold = _gold(case)
-        references = [gold.get("long_answer") or "", gold.get("short_answer") or ""]
-        if not any(references):
+        references = [str(gold.get("long_answer") or ""), str(gold.get("short_answer") or "")]
+        if not gold:
             references = list(case.expected.answers)
-        prediction = final_answer(response.answer or "")
-        value = max(squad_f1(prediction, r) for r in references)
-        return EvaluationScore(name=self.name, value=value)
+        if not references:
+            return EvaluationScore(name=self.name, value=None, skipped_reason="no expected answers")
+        if (missing := self._missing(response)) is not None:
+            return missing
+        prediction = text_prediction(response.answer or "", self.options)
+        return self._scored(max(squad_f1(prediction, r) for r in references), response)

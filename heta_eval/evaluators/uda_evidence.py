@@ -12,7 +12,13 @@ Cases carry their evidence in `expected.metadata["uda_evidence"]`:
 `{"level": "word"|"char", "groups": [[{"text": str, "alternatives": [str]}, ...], ...]}`;
 an item scores the best of its text and its alternatives (fin: a table rendered two ways).
 Items with no text after normalisation are dropped (the authors score them 0.5 whatever
-was retrieved, which cannot discriminate); a case left without items is skipped.
+was retrieved, which cannot discriminate); a case left without items is skipped, and so is
+a case whose knowledge base holds at most k retrievable items (its top k is all of it: the
+score would measure the parse, not the retrieval; see `heta_eval.evaluators.exhaustive`).
+
+The authors score no retrieval for tat: `UdaEvidenceMatchAtK(extension=True)` is our
+extension of their match to tat's facts, named `uda_evidence_match_ext@k` so that no
+report shows it as theirs.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from heta_eval.evaluators.evidence import EvidenceRecallAtK, labelled_evidence
+from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.evaluators.matching import EvidenceMatcher
 from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
@@ -92,31 +99,39 @@ def evidence_match(spec: Mapping[str, Any], retrieved: str) -> tuple[float | Non
     return sum(group_scores) / len(group_scores), group_scores
 
 
-class UdaEvidenceMatchAtK(Evaluator):
-    """UDA's evidence match of the top-k retrieved texts (see the module docstring)."""
+EXTENSION_NOTE = "heta_eval's extension: the UDA authors score no retrieval for this subset"
 
-    def __init__(self, k: int = 5) -> None:
+
+class UdaEvidenceMatchAtK(Evaluator):
+    """UDA's evidence match of the top-k retrieved texts (see the module docstring);
+    `extension=True` for a subset the authors do not score (named `..._ext@k`)."""
+
+    def __init__(self, k: int = 5, extension: bool = False) -> None:
         if k <= 0:
             raise ValueError(f"k must be a positive integer, got {k}")
         self.k = k
+        self.extension = extension
 
     @property
     def name(self) -> str:
-        return f"uda_evidence_match@{self.k}"
+        return f"uda_evidence_match{'_ext' if self.extension else ''}@{self.k}"
 
     async def evaluate(self, case: BenchmarkCase, response: QueryResponse) -> EvaluationScore:
         spec = case.expected.metadata.get(EVIDENCE_KEY)
         if not spec:
             return EvaluationScore(name=self.name, value=None, skipped_reason="no evidence text")
+        if (skipped := exhaustive_skip(self.name, response, self.k)) is not None:
+            return skipped
         retrieved = "\n".join(r.text for r in response.results[: self.k])
         value, groups = evidence_match(spec, retrieved)
         if value is None:
             return EvaluationScore(
                 name=self.name, value=None, skipped_reason="evidence text is empty"
             )
-        return EvaluationScore(
-            name=self.name, value=value, details={"groups": [round(g, 4) for g in groups]}
-        )
+        details: dict[str, Any] = {"groups": [round(g, 4) for g in groups]}
+        if self.extension:
+            details["note"] = EXTENSION_NOTE
+        return EvaluationScore(name=self.name, value=value, details=details)
 
 
 PAGELESS_REASON = (
@@ -125,9 +140,18 @@ PAGELESS_REASON = (
 )
 
 
+ONE_PAGE_REASON = (
+    "cannot discriminate: the knowledge base holds one document, a single page, so every "
+    "result is on the same page"
+)
+PAGES_KEY = "document_pages"
+
+
 class PageEvidenceRecallAtK(EvidenceRecallAtK):
-    """Evidence recall@k over evidence that names a page; skipped when the evidence names
-    only the document, which in a one-document knowledge base every result comes from."""
+    """Evidence recall@k over evidence that names a page. Skipped when the evidence names
+    only the document, which in a one-document knowledge base every result comes from;
+    when the knowledge base holds one document and the evidence's document is a single
+    page (`metadata["document_pages"] == 1`); and when it holds at most k items."""
 
     def __init__(self, k: int = 10, matcher: EvidenceMatcher | None = None) -> None:
         super().__init__(k=k, matcher=matcher or EvidenceMatcher("locator"))
@@ -136,4 +160,12 @@ class PageEvidenceRecallAtK(EvidenceRecallAtK):
         evidence = labelled_evidence(case)
         if evidence and not any("page_index" in e.locator for e in evidence):
             return EvaluationScore(name=self.name, value=None, skipped_reason=PAGELESS_REASON)
+        scope = response.scope
+        if (
+            evidence
+            and scope is not None
+            and scope.documents == 1
+            and all(e.metadata.get(PAGES_KEY) == 1 for e in evidence)
+        ):
+            return EvaluationScore(name=self.name, value=None, skipped_reason=ONE_PAGE_REASON)
         return await super().evaluate(case, response)

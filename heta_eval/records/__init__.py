@@ -25,6 +25,7 @@ from heta_eval.records.evaluation import (
 from heta_eval.records.query import (
     BuildStep,
     KnowledgeBaseManifest,
+    KnowledgeBaseScope,
     QueryResponse,
     QueryResult,
     SourceRef,
@@ -57,6 +58,7 @@ __all__ = [
     "EvaluationReport",
     "EvaluationScore",
     "KnowledgeBaseManifest",
+    "KnowledgeBaseScope",
     "PreparedBenchmark",
     "QueryResponse",
     "QueryResult",

@@ -122,7 +122,11 @@ class EvaluationCaseResult(Record):
 
 
 class ScoreAggregate(Record):
-    """One metric over one query mode: mean, spread, 95% bootstrap CI, and case counts."""
+    """One metric over one query mode: mean, spread, 95% bootstrap CI, and case counts.
+
+    `scored` counts the cases the metric could discriminate; `skipped_reasons` says why the
+    `skipped` others were not scored (reason -> cases), e.g. a top k that holds the whole
+    knowledge base."""
 
     mean: float | None
     std: float | None = None
@@ -133,6 +137,7 @@ class ScoreAggregate(Record):
     skipped: int = Field(ge=0)
     undetermined: int = Field(default=0, ge=0)
     failed: int = Field(ge=0)
+    skipped_reasons: dict[str, int] = Field(default_factory=dict)
 
 
 class EvaluationReport(Record):

@@ -35,8 +35,24 @@ class QueryResult(Record):
     source: SourceRef
 
 
+class KnowledgeBaseScope(Record):
+    """What the knowledge base that answered a query holds, as far as it is known (None:
+    not known). The runner attaches it to each response before scoring, from the knowledge
+    base's manifest and its recipe, so that an evaluator can tell a metric that cannot
+    fail (every retrievable item fits in the top k) from one that can."""
+
+    items: int | None = Field(default=None, ge=0)
+    """Retrievable items (chunks) the knowledge base holds."""
+    documents: int | None = Field(default=None, ge=0)
+    """Documents it holds (parsed, with text)."""
+    answers: bool | None = None
+    """Whether its recipe generates answers."""
+
+
 class QueryResponse(Record):
-    """What `KnowledgeBase.query` returns: ranked results, an optional answer, and a trace."""
+    """What `KnowledgeBase.query` returns: ranked results, an optional answer, and a trace.
+
+    `scope` is set by the runner, not by the knowledge base (see `KnowledgeBaseScope`)."""
 
     query: str
     mode: NonEmptyStr
@@ -44,6 +60,7 @@ class QueryResponse(Record):
     answer: str | None = None
     citations: tuple[str, ...] = ()
     trace: JsonDict = Field(default_factory=dict)
+    scope: KnowledgeBaseScope | None = None
 
 
 class BuildStep(Record):

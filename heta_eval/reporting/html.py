@@ -124,7 +124,13 @@ def _headline(
                     cells[(mode, metric)] = (mean, detail.ci_low, detail.ci_high)
             elif mean is not None:
                 cells[(mode, metric)] = (mean, None, None)
-            tds.append(f'<td class="num">{_e(text)}<br><span class="muted">{_e(note)}</span></td>')
+            why = "; ".join(
+                f"{n}x {reason}" for reason, n in (detail.skipped_reasons if detail else {}).items()
+            )
+            tip = f' title="skipped: {_e(why)}"' if why else ""
+            tds.append(
+                f'<td class="num">{_e(text)}<br><span class="muted"{tip}>{_e(note)}</span></td>'
+            )
         rows.append(f"<tr><td>{_e(metric)}</td>{''.join(tds)}</tr>")
     table = (
         f'<div class="scroll"><table><thead><tr><th>metric</th>{head}</tr></thead>'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import threading
@@ -26,6 +27,7 @@ from heta_eval.records import (
     EvaluationError,
     EvaluationScore,
     KnowledgeBaseManifest,
+    KnowledgeBaseScope,
     QueryResponse,
 )
 from heta_eval.records.evaluation import expected_for_report
@@ -128,6 +130,13 @@ def heap_frozen() -> Iterator[None]:
                 gc.unfreeze()
 
 
+def recipe_answers(recipe: RecipeLike) -> bool | None:
+    """Whether a recipe generates answers: its manifest's `answerer` is set (None when the
+    manifest does not name one either way)."""
+    described = recipe.manifest()
+    return described["answerer"] is not None if "answerer" in described else None
+
+
 def without_identical_ids(response: QueryResponse, case_id: str, top_k: int) -> QueryResponse:
     """The response without results from the document whose id is the query's, cut to top_k."""
     kept = [r for r in response.results if r.source.document_id != case_id][:top_k]
@@ -149,6 +158,11 @@ class UnitEvaluator:
     # The benchmark's convention (BEIR's ignore_identical_ids): a query's own document is no
     # answer to it. Retrieve one more, drop it, keep top_k, whatever evaluators score.
     ignore_identical_ids: bool = False
+
+    @functools.cached_property
+    def answers(self) -> bool | None:
+        """Whether the recipe generates answers (for `QueryResponse.scope`)."""
+        return recipe_answers(self.recipe)
 
     def labels(self, case: BenchmarkCase) -> dict[str, str]:
         """Slice labels of a case, from its metadata."""
@@ -191,6 +205,11 @@ class UnitEvaluator:
                 self.cache.put_response(key, response, latency)
         if self.ignore_identical_ids:
             response = without_identical_ids(response, case.case_id, self.top_k)
+        counts = kb.manifest().counts
+        scope = KnowledgeBaseScope(
+            items=counts.get("chunks"), documents=counts.get("documents"), answers=self.answers
+        )
+        response = response.model_copy(update={"scope": scope})
         scores: list[EvaluationScore] = []
         error = None
         scoring_started = time.perf_counter()
