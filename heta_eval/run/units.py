@@ -279,11 +279,11 @@ class UnitEvaluator:
             return UnitOutcome(unit_id, None, results, self._delta(before))
         manifest = kb.manifest()
         log.info(
-            "unit %s: %s %d chunks from %d documents in %.2fs",
+            "unit %s: %s %s chunks from %s documents in %.2fs",
             unit_id,
             "loaded" if manifest.cache_status == "hit" else "built",
-            manifest.counts["chunks"],
-            manifest.counts["documents"],
+            manifest.counts.get("chunks", "no"),
+            manifest.counts.get("documents", "?"),
             manifest.load_seconds if manifest.cache_status == "hit" else manifest.build_seconds,
         )
         limiter = asyncio.Semaphore(self.max_concurrent_queries)

@@ -110,9 +110,13 @@ class ReplayRecipe(Record):
         return (self.query_mode,)
 
     def manifest(self) -> JsonDict:
-        """The recipe, each file's path and sha256, and what the check against the benchmark
-        found (`notes`: docids not in the corpus, cases not covered)."""
+        """The recipe, each file's path and sha256, whether it answers (`answerer`: only with a
+        predictions file), and what the check against the benchmark found (`notes`: docids
+        not in the corpus, cases not covered)."""
         data = self.model_dump(mode="json")
+        # Answers come from a predictions file only: without one the replay answers nothing,
+        # so answer metrics are skipped instead of scoring every case as a missing answer.
+        data["answerer"] = "predictions file" if self.predictions else None
         data["files"] = {kind: file.facts() for kind, file in self._files.items()}
         if self._checks:
             data["checks"] = dict(self._checks)
