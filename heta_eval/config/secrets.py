@@ -22,19 +22,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from heta_eval.redaction import MASK, MIN_PREFIX, redact
-
-# A key names a secret when its last word is one of these (`api_key`, `access_token`,
-# `db_password`), not when it merely contains one (`max_tokens`, `api_key_env`, `author`).
-SECRET_KEY = re.compile(
-    r"(?:^|[_\-.])(?:api[_-]?key|apikey|token|secret|(?:secret|private|access)[_-]?key|"
-    r"secret[_-]?access[_-]?key|password|passwd|passphrase|credentials?|authorization|auth)$",
-    re.I,
+from heta_eval.redaction import (
+    MASK,
+    MIN_PREFIX,
+    SECRET_SECTIONS,
+    URL_CREDENTIALS,
+    is_secret_key,
+    mask_url_credentials,
+    redact,
 )
-SECRET_SECTIONS = frozenset({"secrets"})
-"""Keys under which every value is a secret, whatever its own name."""
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_URL_CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?P<pw>[^/\s@]+)@")
+
+__all__ = ["MASK", "is_secret_key", "mask_url_credentials"]  # the rule lives in redaction
+
 # Words of an environment variable's name that say its value is a secret.
 _ENV_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"})
 _ENV_SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
@@ -51,12 +50,6 @@ _remembered: set[str] = set()  # secret values found in this process's config
 def remember_secrets(values: Iterable[str]) -> None:
     """Mask these values (found in the config, e.g. by origin) wherever this process masks."""
     _remembered.update(v for v in values if v)
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a config key names a secret (API keys, tokens, passwords)."""
-    last = key.rsplit(".", 1)[-1]
-    return bool(SECRET_KEY.search(_CAMEL.sub("_", last))) or last.lower() in SECRET_SECTIONS
 
 
 def is_secret_path(dotted: str) -> bool:
@@ -93,12 +86,7 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
 
 def url_passwords(text: str) -> set[str]:
     """Passwords written into URLs in `text` (`scheme://user:PASSWORD@host`)."""
-    return {m.group("pw") for m in _URL_CREDENTIALS.finditer(text)}
-
-
-def mask_url_credentials(text: str) -> str:
-    """`text` with the password of every URL in it replaced by `***`."""
-    return _URL_CREDENTIALS.sub(lambda m: f"{m.group('head')}{MASK}@", text)
+    return {m.group("pw") for m in URL_CREDENTIALS.finditer(text)}
 
 
 def mask_secrets(config: Any, values: Iterable[str] = ()) -> Any:
@@ -127,7 +115,8 @@ def _mask(config: Any, known: set[str]) -> Any:
 def mask_override(override: str, values: Iterable[str] = ()) -> str:
     """A command-line override with its value masked when its key names a secret
     (`+recipe.metadata.api_key=sk-...` becomes `+recipe.metadata.api_key=***`), when the value
-    is a known secret, and with URL passwords masked."""
+    is a known secret, the values of secret-named keys inside a list or dict value
+    (`[{user: ann, password: ***}]`), and with URL passwords masked."""
     key, sep, value = override.partition("=")
     if not sep or not value:
         return override
@@ -135,7 +124,22 @@ def mask_override(override: str, values: Iterable[str] = ()) -> str:
     known = {v for v in values if v} | env_secret_values() | _remembered
     if is_secret_path(key) or bare in known:
         return f"{key}={MASK}"
-    return f"{key}={mask_url_credentials(value)}"
+    if value.lstrip().startswith(("[", "{")):
+        value = _IN_VALUE.sub(_mask_in_value, value)
+    return f"{key}={scrub(mask_url_credentials(value), known)}"
+
+
+# `name: value` inside an override's list or dict value; the value quoted, or up to `,]}`.
+_IN_VALUE = re.compile(
+    r"(?P<key>[A-Za-z_][\w\-.]*)(?P<colon>\s*:\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,\]\}\[\{]+?)(?=\s*[,\]\}]|$)"
+)
+
+
+def _mask_in_value(match: re.Match[str]) -> str:
+    if not is_secret_key(match.group("key")):
+        return match.group(0)
+    return f"{match.group('key')}{match.group('colon')}{MASK}"
 
 
 def secret_values(config: Any) -> set[str]:
