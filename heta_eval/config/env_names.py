@@ -14,7 +14,7 @@ from typing import Any
 from heta_eval.config.resolve import ConfigError
 
 _ENV = re.compile(r"\$\{oc\.env:\s*([^,}\s]+)")
-_NAME = re.compile(r"(?:^|_)(?:name|id|split|version)$")
+_NAME = re.compile(r"(?:^|_)(?:name|id|split|version|dataset|subset|experiment)$")
 _PATH = re.compile(r"(?:^|_)(?:path|paths|dir|root|file|documents|cases|subdir)$")
 
 

@@ -39,6 +39,9 @@ _ENV_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "
 _ENV_SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
 _ENV_POINTER_WORDS = frozenset({"PATH", "FILE", "DIR", "ENV", "NAME", "ID", "URL", "HOST"})
 
+CREDENTIAL_VARIABLES = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
+"""MLflow's credentials: masked at any length (scrubbed from text from MIN_SCRUBBED on)."""
+
 # Shorter values are not scrubbed from text: they would mangle unrelated words, and are no
 # real keys.
 MIN_SCRUBBED = 6
@@ -75,13 +78,15 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
     to be keys rather than flags, and not file paths (scrubbing a path from text would hide
     where files are)."""
     env = os.environ if environ is None else environ
-    return {
+    found = {
         value.strip()
         for name, value in env.items()
         if is_secret_env_name(name)
         and len(value.strip()) >= MIN_PREFIX
         and not value.strip().startswith(("/", "~", "."))
     }
+    # The tracking server's credentials are secrets whatever they look like.
+    return found | {env[n].strip() for n in CREDENTIAL_VARIABLES if env.get(n, "").strip()}
 
 
 def url_passwords(text: str) -> set[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heta_eval.tracking.access import access_problem
 from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
 from heta_eval.tracking.outbox import OUTBOX_TAG, Outbox, OutboxEntry
 
@@ -175,6 +176,7 @@ def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[Out
         try:
             results.append(sync_entry(outbox, entry, uri))
         except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            refused = access_problem(uri or entry.uri, exc, entry.experiment)
+            reason = refused or f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             results.append(SyncResult(entry.entry_id, entry.server_run_id, [], reason))
     return results, waiting

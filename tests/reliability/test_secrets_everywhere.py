@@ -75,3 +75,11 @@ def test_secrets_under_benchmark_metadata_and_in_override_values_leak_nowhere(
 )
 def test_secret_keys_inside_an_override_value_are_masked(override: str, shown: str) -> None:
     assert mask_override(override) == shown
+
+
+def test_the_tracking_servers_credentials_are_secrets_at_any_length() -> None:
+    from heta_eval.config.secrets import env_secret_values
+
+    env = {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "MLFLOW_TRACKING_TOKEN": "tok-99"}
+    env["MLFLOW_TRACKING_USERNAME"] = "alice-the-user"
+    assert env_secret_values(env) == {"pw-1234", "tok-99"}
