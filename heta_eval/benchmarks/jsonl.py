@@ -9,6 +9,7 @@ from typing import Any
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl, validate_line
 from heta_eval.benchmarks.jsonl_sources import SourcePolicy, document_source
+from heta_eval.benchmarks.url_guard import private_hosts
 from heta_eval.config.components import instantiate
 from heta_eval.evaluators import AnswerContains, EvidenceRecallAtK, NDCGAtK
 from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
@@ -63,7 +64,8 @@ class JsonlBenchmark(BenchmarkAdapter):
     `{document_id}.txt`, `.bin` for binary), `media_type` (default `text/plain`), `unit_id`,
     `metadata`. Ids are JSON strings (numbers are refused, not coerced).
     `allow_paths_outside_data_dir` lets `path` (and `file:` URIs) name any local file,
-    `allow_private_urls` lets `source_uri` name loopback and private addresses.
+    `allow_private_urls` lets `source_uri` name loopback and private addresses: `true` for
+    every host, or a list of the host names allowed (as written in the URLs).
 
     cases.jsonl: `case_id`, `query`, `expected` (`answers`, `evidence` with `reference_id`,
     `locator`, `text`) — or `answers`/`evidence` at the top level — optional `unit_id`,
@@ -90,7 +92,7 @@ class JsonlBenchmark(BenchmarkAdapter):
         metadata: Mapping[str, Any] | None = None,
         slice_by: Sequence[str] = (),
         allow_paths_outside_data_dir: bool = False,
-        allow_private_urls: bool = False,
+        allow_private_urls: bool | Sequence[str] = False,
     ) -> None:
         self.documents_path = Path(documents).expanduser()
         self.cases_path = Path(cases).expanduser()
@@ -105,7 +107,7 @@ class JsonlBenchmark(BenchmarkAdapter):
         self._evaluator_specs = [dict(s) for s in evaluators] if evaluators is not None else None
         self.slice_by = tuple(slice_by)
         self.allow_paths_outside_data_dir = bool(allow_paths_outside_data_dir)
-        self.allow_private_urls = bool(allow_private_urls)
+        self.allow_private_urls = private_hosts(allow_private_urls)
 
     @property
     def manifest(self) -> BenchmarkManifest:

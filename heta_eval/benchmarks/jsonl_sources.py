@@ -5,8 +5,9 @@ A data file must not turn a local file or an internal service into a document: `
 resolved (symlinks and `..` included) and must stay inside the directory of documents.jsonl,
 `file:` URIs are refused, and so are URLs whose host is a loopback, private, link-local or
 otherwise non-public address, unless the benchmark's config opts in
-(`allow_paths_outside_data_dir`, `allow_private_urls`). Host names are judged as written
-(`localhost` and `*.localhost` are loopback); they are not resolved while the file is read.
+(`allow_paths_outside_data_dir`, `allow_private_urls`: true, or a list of host names).
+Host names are judged as written here (`localhost` and `*.localhost` are loopback); the
+fetch resolves them and checks every address and every redirect (`url_guard`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+from heta_eval.benchmarks.url_guard import PrivateHosts, host_allowed, public_address
 
 SOURCES = ("text", "content_base64", "path", "source_uri")
 URL_SCHEMES = ("http", "https")
@@ -32,7 +34,7 @@ class SourcePolicy:
 
     data_dir: Path
     allow_paths_outside_data_dir: bool = False
-    allow_private_urls: bool = False
+    allow_private_urls: PrivateHosts = False
 
 
 def document_source(record: dict[str, Any], policy: SourcePolicy, where: str) -> dict[str, Any]:
@@ -103,7 +105,9 @@ def _public_url(value: str, policy: SourcePolicy, where: str) -> str:
         raise BenchmarkDataError(
             f"{where}: source_uri: expected an http(s) URL with a host, got {value!r:.80}"
         )
-    if not policy.allow_private_urls and not _public_host(parts.hostname):
+    if not host_allowed(parts.hostname, policy.allow_private_urls) and not _public_host(
+        parts.hostname
+    ):
         raise BenchmarkDataError(
             f"{where}: source_uri: {parts.hostname!r} is a loopback, private or link-local "
             f"address ({value!r:.80}); set benchmark.allow_private_urls=true to fetch "
@@ -117,12 +121,10 @@ def _public_host(host: str) -> bool:
     if name == "localhost" or name.endswith(".localhost"):
         return False
     try:
-        address: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(name)
+        ipaddress.ip_address(name)
     except ValueError:
-        try:  # the shorthands a resolver accepts too: 127.1, 2130706433, 0x7f000001
-            address = ipaddress.IPv4Address(socket.inet_aton(name))
+        try:
+            socket.inet_aton(name)
         except OSError:
-            return True  # a name: judged as written, not resolved here
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
+            return True  # a name: resolved and checked when the document is fetched
+    return public_address(name)

@@ -169,7 +169,10 @@ def rich_table(comparison: Comparison) -> Group:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Text for Markdown: HTML escaped as the page escapes it (ids and names are data,
+    never markup a viewer would run), table bars escaped, one line."""
+    escaped = html.escape(text, quote=False).replace("|", "\\|")
+    return escaped.replace("\r", " ").replace("\n", " ")
 
 
 def _md_table(header: list[str], rows: list[list[str]], numeric_from: int) -> list[str]:
@@ -192,7 +195,7 @@ def _sources(comparison: Comparison) -> list[tuple[str, str]]:
 
 def to_markdown(comparison: Comparison) -> str:
     """Markdown: the pairing, the means, the tests, the runs and a guide to reading them."""
-    lines = [f"# Comparison of {len(comparison.runs)} runs", "", _title(comparison), ""]
+    lines = [f"# Comparison of {len(comparison.runs)} runs", "", _md(_title(comparison)), ""]
     lines += [f"- {_md(line)}" for line in pairing_lines(comparison)]
     lines += ["", "## Means", ""]
     lines += _md_table(["run", "query mode", *comparison.metrics], _mean_rows(comparison), 2)
@@ -200,7 +203,7 @@ def to_markdown(comparison: Comparison) -> str:
     lines += _md_table(list(TEST_COLUMNS), _test_rows(comparison), 3)
     lines += ["", "## Runs", ""]
     lines += [f"- **{_md(label)}**: {_md(text)}" for label, text in _sources(comparison)]
-    lines += ["", "## How to read this", "", how_to_read(comparison), ""]
+    lines += ["", "## How to read this", "", _md(how_to_read(comparison)), ""]
     return "\n".join(lines)
 
 

@@ -22,23 +22,25 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from heta_eval.redaction import MASK, MIN_PREFIX, redact
-
-# A key names a secret when its last word is one of these (`api_key`, `access_token`,
-# `db_password`), not when it merely contains one (`max_tokens`, `api_key_env`, `author`).
-SECRET_KEY = re.compile(
-    r"(?:^|[_\-.])(?:api[_-]?key|apikey|token|secret|(?:secret|private|access)[_-]?key|"
-    r"secret[_-]?access[_-]?key|password|passwd|passphrase|credentials?|authorization|auth)$",
-    re.I,
+from heta_eval.redaction import (
+    MASK,
+    MIN_PREFIX,
+    SECRET_SECTIONS,
+    URL_CREDENTIALS,
+    is_secret_key,
+    mask_url_credentials,
+    redact,
 )
-SECRET_SECTIONS = frozenset({"secrets"})
-"""Keys under which every value is a secret, whatever its own name."""
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_URL_CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?P<pw>[^/\s@]+)@")
+
+__all__ = ["MASK", "is_secret_key", "mask_url_credentials"]  # the rule lives in redaction
+
 # Words of an environment variable's name that say its value is a secret.
 _ENV_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"})
 _ENV_SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
 _ENV_POINTER_WORDS = frozenset({"PATH", "FILE", "DIR", "ENV", "NAME", "ID", "URL", "HOST"})
+
+CREDENTIAL_VARIABLES = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
+"""MLflow's credentials: masked at any length (scrubbed from text from MIN_SCRUBBED on)."""
 
 # Shorter values are not scrubbed from text: they would mangle unrelated words, and are no
 # real keys.
@@ -51,12 +53,6 @@ _remembered: set[str] = set()  # secret values found in this process's config
 def remember_secrets(values: Iterable[str]) -> None:
     """Mask these values (found in the config, e.g. by origin) wherever this process masks."""
     _remembered.update(v for v in values if v)
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a config key names a secret (API keys, tokens, passwords)."""
-    last = key.rsplit(".", 1)[-1]
-    return bool(SECRET_KEY.search(_CAMEL.sub("_", last))) or last.lower() in SECRET_SECTIONS
 
 
 def is_secret_path(dotted: str) -> bool:
@@ -82,23 +78,20 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
     to be keys rather than flags, and not file paths (scrubbing a path from text would hide
     where files are)."""
     env = os.environ if environ is None else environ
-    return {
+    found = {
         value.strip()
         for name, value in env.items()
         if is_secret_env_name(name)
         and len(value.strip()) >= MIN_PREFIX
         and not value.strip().startswith(("/", "~", "."))
     }
+    # The tracking server's credentials are secrets whatever they look like.
+    return found | {env[n].strip() for n in CREDENTIAL_VARIABLES if env.get(n, "").strip()}
 
 
 def url_passwords(text: str) -> set[str]:
     """Passwords written into URLs in `text` (`scheme://user:PASSWORD@host`)."""
-    return {m.group("pw") for m in _URL_CREDENTIALS.finditer(text)}
-
-
-def mask_url_credentials(text: str) -> str:
-    """`text` with the password of every URL in it replaced by `***`."""
-    return _URL_CREDENTIALS.sub(lambda m: f"{m.group('head')}{MASK}@", text)
+    return {m.group("pw") for m in URL_CREDENTIALS.finditer(text)}
 
 
 def mask_secrets(config: Any, values: Iterable[str] = ()) -> Any:
@@ -127,7 +120,8 @@ def _mask(config: Any, known: set[str]) -> Any:
 def mask_override(override: str, values: Iterable[str] = ()) -> str:
     """A command-line override with its value masked when its key names a secret
     (`+recipe.metadata.api_key=sk-...` becomes `+recipe.metadata.api_key=***`), when the value
-    is a known secret, and with URL passwords masked."""
+    is a known secret, the values of secret-named keys inside a list or dict value
+    (`[{user: ann, password: ***}]`), and with URL passwords masked."""
     key, sep, value = override.partition("=")
     if not sep or not value:
         return override
@@ -135,7 +129,22 @@ def mask_override(override: str, values: Iterable[str] = ()) -> str:
     known = {v for v in values if v} | env_secret_values() | _remembered
     if is_secret_path(key) or bare in known:
         return f"{key}={MASK}"
-    return f"{key}={mask_url_credentials(value)}"
+    if value.lstrip().startswith(("[", "{")):
+        value = _IN_VALUE.sub(_mask_in_value, value)
+    return f"{key}={scrub(mask_url_credentials(value), known)}"
+
+
+# `name: value` inside an override's list or dict value; the value quoted, or up to `,]}`.
+_IN_VALUE = re.compile(
+    r"(?P<key>[A-Za-z_][\w\-.]*)(?P<colon>\s*:\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,\]\}\[\{]+?)(?=\s*[,\]\}]|$)"
+)
+
+
+def _mask_in_value(match: re.Match[str]) -> str:
+    if not is_secret_key(match.group("key")):
+        return match.group(0)
+    return f"{match.group('key')}{match.group('colon')}{MASK}"
 
 
 def secret_values(config: Any) -> set[str]:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record, check_bare_name, check_unique
+from heta_eval.redaction import mask_named
 
 BuildScope = Literal["corpus", "case", "group"]
 
@@ -30,6 +31,13 @@ class BenchmarkManifest(Record):
     @classmethod
     def _bare(cls, value: str, info: Any) -> str:
         return check_bare_name(value, info.field_name)
+
+    @field_validator("metadata")
+    @classmethod
+    def _masked(cls, value: JsonDict) -> JsonDict:
+        # Masked once here, so that no writer (report, page, state copy, MLflow) sees a
+        # secret given as benchmark metadata (`+benchmark.metadata.api_key=...`).
+        return mask_named(value)
 
     @property
     def key(self) -> str:

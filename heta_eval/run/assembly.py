@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from heta_eval.config.components import ComponentError, check_arguments, instantiate
 from heta_eval.config.endpoint_keys import missing_endpoint_keys
+from heta_eval.config.env_names import check_env_names
 from heta_eval.config.resolve import ConfigError, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
 from heta_eval.kb.build_cache import BuildCache
@@ -218,6 +219,7 @@ def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
 
 def assemble(cfg: DictConfig) -> RunComponents:
     """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
+    check_env_names(cfg)
     resolved = resolve_config(cfg)
     remember_secrets(interpolated_env_values(cfg))  # masked wherever this process masks
     absent = [g for g in GROUPS if resolved.get(g) is None]

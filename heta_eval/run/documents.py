@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from heta_eval.benchmarks.url_guard import PrivateHosts, fetch
 from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
 from heta_eval.kb.store import WrittenBytesStore
 from heta_eval.kb.store_writer import BackgroundStoreWriter
@@ -32,8 +33,11 @@ DocumentKeys = dict[str, tuple[str, str]]
 """document_id -> (raw key, sha256 of its bytes)."""
 
 
-def document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
-    """A document's bytes: held in memory, read from its path, or fetched from its URI."""
+def document_bytes(
+    document: BenchmarkDocument, offline: bool, private_urls: PrivateHosts = False
+) -> bytes:
+    """A document's bytes: held in memory, read from its path, or fetched from its URI (every
+    address of its host, and of each redirect's, public unless `private_urls` allows it)."""
     if document.data is not None:
         return document.data
     if document.path is not None:
@@ -41,8 +45,10 @@ def document_bytes(document: BenchmarkDocument, offline: bool) -> bytes:
     assert document.source_uri is not None
     if offline and not document.source_uri.startswith("file:"):
         raise ConnectionRefusedError(f"offline run: not fetching {document.source_uri}")
-    with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
-        return handle.read()
+    if document.source_uri.startswith("file:"):  # allowed when the adapter let it through
+        with urllib.request.urlopen(document.source_uri, timeout=60) as handle:
+            return handle.read()
+    return fetch(document.source_uri, private_urls, timeout=60)
 
 
 def document_count(plans: Sequence[UnitPlan]) -> int:
@@ -71,9 +77,12 @@ class DocumentStorage:
     """Writes the planned units' documents to the object store and gives the builds a store
     that reads the just-written ones from memory."""
 
-    def __init__(self, store: ObjectStore, settings: RunnerSettings) -> None:
+    def __init__(
+        self, store: ObjectStore, settings: RunnerSettings, private_urls: PrivateHosts = False
+    ) -> None:
         self.store = store
         self.settings = settings
+        self.private_urls = private_urls
 
     def background_writer(self, plans: Sequence[UnitPlan]) -> BackgroundStoreWriter | None:
         """A writer process for the documents' bytes, when the builds that follow run in this
@@ -109,7 +118,7 @@ class DocumentStorage:
                     continue
                 key = document.raw_key(contents.manifest)
                 try:
-                    data = document_bytes(document, self.settings.offline)
+                    data = document_bytes(document, self.settings.offline, self.private_urls)
                     if writer is not None and document.data is not None:
                         writer.put(key, data)
                     else:

@@ -20,6 +20,7 @@ from multiprocessing import get_context
 
 from pydantic import ValidationError
 
+from heta_eval.benchmarks.url_guard import private_hosts
 from heta_eval.evaluators.summary import summarize, summarize_slices
 from heta_eval.kb import LocalObjectStore, ObjectStore
 from heta_eval.kb.build_cache import BuildCache
@@ -334,7 +335,8 @@ class BenchmarkRunner:
         if journaled:
             log.info("resuming: %d case results already in the journal", len(journaled))
         clock = time.perf_counter()
-        storage = DocumentStorage(self.store, self.settings)
+        private_urls = private_hosts(getattr(self.benchmark, "allow_private_urls", False))
+        storage = DocumentStorage(self.store, self.settings, private_urls)
         writer = storage.background_writer(plans)
         try:
             with self.progress.stage("documents", document_count(plans), "documents") as stage:

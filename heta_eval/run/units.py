@@ -32,6 +32,7 @@ from heta_eval.records import (
 )
 from heta_eval.records.evaluation import expected_for_report
 from heta_eval.run.journal import CaseKey
+from heta_eval.run.returns import checked_score
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ class UnitEvaluator:
         scoring_started = time.perf_counter()
         for evaluator in self.evaluators:
             try:
-                scores.append(await evaluator.evaluate(case, response))
+                scores.append(checked_score(evaluator, await evaluator.evaluate(case, response)))
             except Exception as exc:
                 error = error or error_record("evaluate", exc, evaluator=evaluator.name)
         return EvaluationCaseResult(

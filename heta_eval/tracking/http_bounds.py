@@ -32,6 +32,12 @@ def is_missing(exc: BaseException) -> bool:
 
 
 def unreachable(uri: str, exc: BaseException) -> str:
-    """`cannot reach the MLflow tracking store at URI: first line of the error`."""
+    """`cannot reach the MLflow tracking store at URI: first line of the error`, or what a
+    refusal (HTTP 401 or 403) means and what to do."""
+    from heta_eval.tracking.access import access_problem
+
+    problem = access_problem(uri, exc, writing=False)
+    if problem:
+        return problem
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return f"cannot reach the MLflow tracking store at {uri}: {first[:300]}"

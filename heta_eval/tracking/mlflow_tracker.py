@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records import EvaluationReport
+from heta_eval.tracking.access import access_problem, refusal_status
 from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
 from heta_eval.tracking.naming import (
     HEADLINE_TAG,
@@ -407,8 +408,10 @@ class MlflowTracker:
 
     def describe(self) -> str:
         if self._entry is not None:
+            refused = refusal_status(RuntimeError(self._entry.reason or ""))
+            why = self._entry.reason if refused else "MLflow unreachable"
             return (
-                f"NOT UPLOADED (MLflow unreachable): kept in {self._where()}; "
+                f"NOT UPLOADED ({why}): kept in {self._where()}; "
                 f"upload with `{self.sync_command()}`"
             )
         if (self.run_id or "").startswith(LOCAL_PREFIX):
@@ -437,7 +440,8 @@ class MlflowTracker:
             raise exc
         if self._entry is not None:
             return
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        problem = access_problem(self.uri, exc, self.experiment)
+        reason = problem or f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         server_run = None if (self.run_id or "").startswith(LOCAL_PREFIX) else self.run_id
         self._entry = Outbox(self.root).new_entry(
             uri=self.uri,
@@ -450,6 +454,15 @@ class MlflowTracker:
             reason=reason,
         )
         self.run_id = self._entry.local_run_id
+        if problem:
+            log.warning(
+                "%s. The evaluation goes on and keeps its tracking data in %s; upload it once "
+                "you have access with: %s",
+                problem,
+                self._where(),
+                self.sync_command(),
+            )
+            return
         log.warning(
             "MLflow tracking at %s failed (%s); the evaluation goes on and keeps its tracking "
             "data in %s; upload it when the server is back with: %s",

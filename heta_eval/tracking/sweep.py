@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
+from heta_eval.tracking.access import access_problem
 from heta_eval.tracking.naming import metric_name, param_value
 from heta_eval.tracking.sweep_end import BEST_RUN_TAG as BEST_RUN_TAG
 from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
@@ -219,16 +220,28 @@ class MlflowSweepCallback(Callback):
         except Exception as exc:
             # A tracking server that is down must not stop the sweep: its jobs keep their
             # own tracking data in the outbox (heta-eval-sync), without a parent run.
-            log.warning(
-                "MLflow parent run of sweep %s not created (%s: %s); the jobs run without a "
-                "parent run and keep their tracking data in %s/tracking_outbox if MLflow "
-                "stays unreachable (upload with: heta-eval-sync --root %s)",
-                sweep_dir,
-                type(exc).__name__,
-                str(exc).splitlines()[0][:300] if str(exc) else "",
-                tracker.root,
-                tracker.root,
-            )
+            refused = access_problem(tracker.uri, exc, tracker.experiment)
+            if refused:
+                log.warning(
+                    "MLflow parent run of sweep %s not created: %s. The jobs keep their "
+                    "tracking data in %s/tracking_outbox (upload it once you have access "
+                    "with: heta-eval-sync --root %s)",
+                    sweep_dir,
+                    refused,
+                    tracker.root,
+                    tracker.root,
+                )
+            else:
+                log.warning(
+                    "MLflow parent run of sweep %s not created (%s: %s); the jobs run without "
+                    "a parent run and keep their tracking data in %s/tracking_outbox if MLflow "
+                    "stays unreachable (upload with: heta-eval-sync --root %s)",
+                    sweep_dir,
+                    type(exc).__name__,
+                    str(exc).splitlines()[0][:300] if str(exc) else "",
+                    tracker.root,
+                    tracker.root,
+                )
             if self._armed:
                 self._at_exit()
                 self._disarm()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heta_eval.tracking.access import access_problem
 from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
 from heta_eval.tracking.outbox import OUTBOX_TAG, Outbox, OutboxEntry
 
@@ -36,12 +37,31 @@ class SyncResult:
     error: str | None = None
 
 
-def _experiment_id(client: Any, entry: OutboxEntry) -> str:
+def artifact_location(entry: OutboxEntry, uri: str | None, root: Path) -> str | None:
+    """Where an experiment the sync creates keeps its artifacts: where the run meant to
+    (same store), beside a SQLite store's file, under `root` for another database store;
+    a tracking server or file store decides itself. Never MLflow's default for a database,
+    `./mlruns` of whatever directory the sync runs in."""
+    from heta_eval.tracking.mlflow_tracker import is_database_uri
+    from heta_eval.tracking.sqlite_store import sqlite_path
+
+    target = uri or entry.uri
+    if target == entry.uri and entry.artifact_location:
+        return entry.artifact_location
+    if not is_database_uri(target):
+        return None
+    database = sqlite_path(target)
+    if database is not None and database.name != ":memory:":
+        return (database.expanduser().resolve().parent / "mlruns").as_uri()
+    return (root / "mlruns").resolve().as_uri()
+
+
+def _experiment_id(client: Any, entry: OutboxEntry, location: str | None) -> str:
     found = client.get_experiment_by_name(entry.experiment)
     if found is not None:
         return found.experiment_id
     try:
-        return client.create_experiment(entry.experiment, artifact_location=entry.artifact_location)
+        return client.create_experiment(entry.experiment, artifact_location=location)
     except Exception:
         found = client.get_experiment_by_name(entry.experiment)
         if found is None:
@@ -49,7 +69,7 @@ def _experiment_id(client: Any, entry: OutboxEntry) -> str:
         return found.experiment_id
 
 
-def _run(client: Any, entry: OutboxEntry) -> tuple[Any, bool]:
+def _run(client: Any, entry: OutboxEntry, location: str | None) -> tuple[Any, bool]:
     """The entry's run on the server (found or created) and whether it was created now."""
     if entry.server_run_id:
         try:
@@ -57,7 +77,7 @@ def _run(client: Any, entry: OutboxEntry) -> tuple[Any, bool]:
         except Exception as exc:
             if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
                 raise
-    experiment_id = _experiment_id(client, entry)
+    experiment_id = _experiment_id(client, entry, location)
     found = client.search_runs(
         [experiment_id], filter_string=f"tags.`{OUTBOX_TAG}` = '{entry.entry_id}'"
     )
@@ -71,13 +91,14 @@ def _run(client: Any, entry: OutboxEntry) -> tuple[Any, bool]:
 
 def sync_entry(outbox: Outbox, entry: OutboxEntry, uri: str | None = None) -> SyncResult:
     """Upload one finished entry; each step is recorded in the entry as it completes."""
+    location = artifact_location(entry, uri, outbox.directory.parent)
     from mlflow.entities import Metric, Param, RunTag
 
     from heta_eval.tracking.sqlite_store import open_client
 
     client = open_client(uri or entry.uri)
     uploaded: list[str] = []
-    run, created = _run(client, entry)
+    run, created = _run(client, entry, location)
     run_id = run.info.run_id
     if created or entry.server_run_id != run_id:
         entry = _saved(outbox, entry, server_run_id=run_id)
@@ -155,6 +176,7 @@ def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[Out
         try:
             results.append(sync_entry(outbox, entry, uri))
         except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            refused = access_problem(uri or entry.uri, exc, entry.experiment)
+            reason = refused or f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             results.append(SyncResult(entry.entry_id, entry.server_run_id, [], reason))
     return results, waiting
