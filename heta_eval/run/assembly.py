@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 GROUPS = ("benchmark", "recipe", "evaluator", "runner", "tracking")
 # Keys that say where things are written, not what is evaluated: left out of the config hash.
-_NOT_HASHED = {"paths", "tracking", "hydra", "optimized_metric"}
+_NOT_HASHED = {"paths", "tracking", "hydra", "optimized_metric", "suite"}
 _RUNNER_NOT_HASHED = {
     "output_dir",
     "store_dir",
