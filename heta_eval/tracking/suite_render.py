@@ -194,6 +194,7 @@ def to_json(table: SuiteTable) -> dict[str, Any]:
     """Every number of the table, for programs (`suite_table.json`)."""
     return {
         "suite": table.suite.name,
+        "definition": table.suite.model_dump(mode="json"),
         "metric": table.metric,
         "members": table.members,
         "columns": table.columns,
