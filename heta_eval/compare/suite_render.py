@@ -17,7 +17,7 @@ from heta_eval.compare.render import rich_table, write_outputs
 from heta_eval.compare.suites import SuiteComparison
 
 MACRO_COLUMNS = (
-    "metric", "run", "against", "members", "Δ (macro)", "95% CI", "p (z)", "n", "MDE",
+    "metric", "run", "against", "members", "Δ (macro)", "95% CI", "p (z)", "Holm p", "n", "MDE",
     "n needed", "verdict",
 )  # fmt: skip
 
@@ -35,6 +35,7 @@ def macro_rows(comparison: SuiteComparison) -> list[list[str]]:
                 f"{t.difference:+.4f}" + (" *" if t.significant else ""),
                 f"[{t.ci_low:+.3f}, {t.ci_high:+.3f}]",
                 f"{t.p_value:.4f}",
+                f"{t.p_holm:.4f}",
                 str(t.paired),
                 mde,
                 needed,
@@ -48,7 +49,8 @@ def macro_guide(comparison: SuiteComparison) -> str:
     return (
         "Macro average: the unweighted mean over the members of each member's mean paired "
         "difference (run - against); its standard error combines the members' as independent "
-        "(sqrt(sum of s_m^2 / n_m) / M), with a two-sided z-test and its 95% interval. MDE: "
+        "(sqrt(sum of s_m^2 / n_m) / M), with a two-sided z-test "
+        "(Holm-corrected over the macro tests; * marks Holm p < alpha) and its 95% interval. MDE: "
         f"the smallest macro difference detected with 80% power at alpha = {comparison.alpha:g}; "
         "n needed: the total paired cases (every member grown in proportion) to detect the "
         "observed macro Δ. Each member's own tests are Holm-corrected within the member."

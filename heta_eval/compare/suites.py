@@ -6,7 +6,8 @@ params). The runs of each member are compared as any runs are (`compare_reports`
 tests, Holm within the member, power); the macro average of a (run, against) pair is the
 unweighted mean of its members' Δ, with the standard error of the members' mean paired
 differences combined as independent (SE = sqrt(Σ s_m² / n_m) / M), a two-sided z-test and the
-normal-approximation power (`power.normal_power`).
+normal-approximation power (`power.normal_power`); Holm's correction covers the macro tests
+(metrics x pairs).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class MacroTest(BaseModel):
     ci_low: float
     ci_high: float
     p_value: float
+    p_holm: float
     significant: bool
     paired: int
     power: Power
@@ -145,15 +147,26 @@ def _macro(members: dict[str, Comparison], alpha: float) -> list[MacroTest]:
                 collected.setdefault(key, []).append(
                     (member, test.difference, p.sd**2 / test.paired, test.paired)
                 )
+    from heta_eval.compare.paired import holm
+
     tests = []
     z = float(norm.ppf(0.975))
+    keys = list(collected)
+    raw = []
+    for items in collected.values():
+        m = len(items)
+        diff = math.fsum(i[1] for i in items) / m
+        se = math.sqrt(math.fsum(i[2] for i in items)) / m
+        raw.append(1.0 if se == 0 else float(2 * norm.sf(abs(diff) / se)))
+    adjusted = dict(zip(keys, holm(raw), strict=True)) if raw else {}
     for (metric, run, base), items in collected.items():
         m = len(items)
         diff = math.fsum(i[1] for i in items) / m
         se = math.sqrt(math.fsum(i[2] for i in items)) / m
         total = sum(i[3] for i in items)
         p_value = 1.0 if se == 0 else float(2 * norm.sf(abs(diff) / se))
-        significant = p_value < alpha
+        p_holm = adjusted[(metric, run, base)]
+        significant = p_holm < alpha
         tests.append(
             MacroTest(
                 metric=metric,
@@ -164,6 +177,7 @@ def _macro(members: dict[str, Comparison], alpha: float) -> list[MacroTest]:
                 ci_low=diff - z * se,
                 ci_high=diff + z * se,
                 p_value=p_value,
+                p_holm=p_holm,
                 significant=significant,
                 paired=total,
                 power=normal_power(diff, se, total, alpha, significant),

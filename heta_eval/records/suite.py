@@ -104,5 +104,6 @@ def suite_from_config(spec: Any, where: str = "suite") -> SuiteDefinition:
         return SuiteDefinition.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{where}.{loc}: {first['msg']}") from None
+        loc = "".join(f".{p}" for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{where}{loc}: {message}") from None
