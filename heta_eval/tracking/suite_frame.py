@@ -22,10 +22,32 @@ class SuiteTableError(Exception):
     """No suite sweep (or no table) where one was asked for."""
 
 
+def _tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str:
+    """The URI given, else MLFLOW_TRACKING_URI, else the store `{root}/mlflow.db` (as
+    `heta-eval-runs` finds it; the store must exist)."""
+    from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+
+    if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"):
+        return str(tracking_uri or os.environ["MLFLOW_TRACKING_URI"])
+    if not (Path(root).expanduser() / "mlflow.db").is_file():
+        raise SuiteTableError(
+            f"no MLflow store at {Path(root) / 'mlflow.db'}: pass the --root that heta-eval "
+            "wrote to (paths.root, default ./outputs) or --tracking-uri"
+        )
+    return default_tracking_uri(Path(root).expanduser())
+
+
+def _sweep_id(which: str) -> str:
+    """A sweep id, or the one a sweep directory holds."""
+    from heta_eval.tracking.sweep import read_sweep_id
+
+    path = Path(which).expanduser()
+    return (read_sweep_id(path) or which) if path.is_dir() else which
+
+
 def find_suite_parent(client: Any, experiment_id: str, which: str | None) -> Any:
     """The parent run of a suite sweep: `which` is its run id, its sweep id or directory, or
     a suite name (its latest sweep); None: the latest suite sweep of the experiment."""
-    from heta_eval.tracking.runs_frame import resolve_sweep_id
     from heta_eval.tracking.sweep import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
 
     if which and _RUN_ID.match(which):
@@ -33,7 +55,7 @@ def find_suite_parent(client: Any, experiment_id: str, which: str | None) -> Any
     base = f"tags.`{KIND_TAG}` = '{SWEEP_KIND}'"
     filters = [f"{base} and tags.`{SUITE_TAG}` != ''"]
     if which:
-        sid = resolve_sweep_id(which)
+        sid = _sweep_id(which)
         filters = [
             f"{base} and tags.`{SWEEP_ID_TAG}` = '{sid}'",
             f"{base} and tags.`{SUITE_TAG}` = '{which}'",
@@ -142,15 +164,14 @@ def load_suite(
     from mlflow import MlflowClient
 
     from heta_eval.tracking.http_bounds import bound_http_requests
-    from heta_eval.tracking.runs_frame import RunsError, resolve_tracking_uri
 
-    uri = resolve_tracking_uri(tracking_uri, root)
+    uri = _tracking_uri(tracking_uri, root)
     bound_http_requests(uri)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     client = MlflowClient(tracking_uri=uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
-        raise RunsError(f"no experiment {experiment!r} in {uri}")
+        raise SuiteTableError(f"no experiment {experiment!r} in {uri}")
     parent = find_suite_parent(client, found.experiment_id, which)
     return read_table(client, parent.info.run_id), parent.info.run_id
 
