@@ -243,7 +243,7 @@ def test_the_uda_suite_runs_six_members_into_one_table(tmp_path: Path) -> None:
     assert len(table["cells"]) == 6 and all(c["value"] is not None for c in table["cells"])
     assert table["macro"][0]["members"] == 6
     markdown = _artifact(client, parent.info.run_id, "suite_table.md", tmp_path)
-    assert markdown.count("\n| ") == 8  # header, 6 members, macro average (after the rule)
+    assert markdown.count("\n| ") == 9  # header, rule, 6 members, macro average
 
 
 @pytest.fixture(scope="module")
