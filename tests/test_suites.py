@@ -304,3 +304,51 @@ def test_reproduce_check_passes_on_the_quick_rows(beir_root: Path) -> None:
     feta = [r for r in rows if r["member"] == "feta"]
     assert feta and all(r["ok"] is None and "Smallville.pdf" in r["differs"] for r in feta)
     assert "reproduction matrix" in proc.stdout
+
+
+def test_references_in_the_table_compare_like_with_like(
+    sample_suite: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A reference applies to its recipe and settings only; one scoped to a document is our
+    mean over that document's cases, read from the run's report."""
+    from heta_eval import EvaluationReport
+    from heta_eval.tracking.suite_render import to_markdown
+    from heta_eval.tracking.suite_table import build_suite_table
+    from heta_eval.tracking.sweep_end import child_runs
+    from heta_eval.tracking.sweep_summary import job_rows
+
+    root, _ = sample_suite
+    client, parent, _ = _parent(root)
+    rows = job_rows(child_runs(client, parent.info.experiment_id, parent.info.run_id))
+    ref = {"recipe": "bm25", "metric": "ndcg@10", "source": "a test"}
+    suite = suite_from_config(
+        {
+            "name": "sample",
+            "member_key": "benchmark.shape",
+            "members": ["corpus", "units"],
+            "metric": "ndcg@10",
+            "references": [
+                {**ref, "member": "corpus", "value": 0.5, "tolerance": 0.01},
+                {**ref, "member": "units", "value": 0.9, "tolerance": 0.2,
+                 "scope_units": ["cooking"], "cases": 12},
+                {**ref, "member": "units", "value": 0.9, "overrides": ["runner.top_k=10"]},
+            ],
+        }
+    )  # fmt: skip
+    table = build_suite_table(rows, suite, client, varied=["recipe"])
+    assert [(r.reference.member, r.column) for r in table.references] == [
+        ("corpus", "bm25"),
+        ("units", "bm25"),
+    ]  # fmt: skip (the third needs runner.top_k=10; these runs have 5)
+    corpus, units = table.references
+    assert corpus.ours == pytest.approx(table.cells[("corpus", "bm25")].value)
+    assert corpus.ok is False and corpus.delta == pytest.approx(corpus.ours - 0.5)
+    run = client.get_run(units.run_id)
+    report = EvaluationReport.read_json(
+        Path(client.download_artifacts(units.run_id, "report.json", str(tmp_path)))
+    )
+    cooking = [r.score("ndcg@10") for r in report.case_results if r.unit_id == "cooking"]
+    assert run.data.params["benchmark.shape"] == "units" and units.cases == len(cooking)
+    assert units.ours == pytest.approx(sum(cooking) / len(cooking)) and units.ok is True
+    text = to_markdown(table)
+    assert "0.5000 (bm25)" in text and "✗" in text and "over 12 case(s) of cooking" in text
