@@ -352,3 +352,20 @@ def test_references_in_the_table_compare_like_with_like(
     assert units.ours == pytest.approx(sum(cooking) / len(cooking)) and units.ok is True
     text = to_markdown(table)
     assert "0.5000 (bm25)" in text and "✗" in text and "over 12 case(s) of cooking" in text
+
+
+def test_a_suite_missing_its_data_root_or_data_stops_before_any_job(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    proc = _heta_eval("-m", "suite=beir_local", "recipe=bm25", f"paths.root={root}", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.endswith(
+        "heta-eval: invalid configuration\n"
+        "suite.data_root: a value is required (set suite.data_root=...)\n"
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = _heta_eval(
+        "-m", "suite=beir_local", f"suite.data_root={empty}", f"paths.root={root}", cwd=tmp_path
+    )
+    assert proc.returncode == 2 and f"no BEIR dataset under {empty}" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (root / "mlflow.db").exists()

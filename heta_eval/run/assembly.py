@@ -214,6 +214,13 @@ def assemble(cfg: DictConfig) -> RunComponents:
     absent = [g for g in GROUPS if resolved.get(g) is None]
     if absent:
         raise ConfigError(f"config groups without a selection: {absent}")
+    if resolved.get("suite") is not None:
+        from heta_eval.records.suite import suite_from_config
+
+        try:
+            suite_from_config(resolved["suite"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     try:
         settings = RunnerSettings.model_validate(resolved["runner"])
     except ValidationError as exc:
