@@ -46,6 +46,7 @@ SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
 FIXED_TAGS = ("benchmark.name", "recipe.name")  # tagged on the parent when one value for all
 TAGS_PER_BATCH = 100  # MLflow's per-request limits
 METRICS_PER_BATCH = 1000
+MAX_NOTE = 7500  # MLflow's tag values hold 8,000 characters
 
 
 def summarise_sweep(
@@ -92,7 +93,10 @@ def summarise_sweep(
     if not note or note.startswith(SWEEP_NOTE_START):  # never a description a user wrote
         tags[NOTE_TAG] = sweep_note(rows, top)
         if table is not None:
-            tags[NOTE_TAG] = suite_note(table, tags[NOTE_TAG])
+            with_table = suite_note(table, tags[NOTE_TAG])
+            # MLflow refuses a tag value past 8,000 characters (and the whole batch with it).
+            if len(with_table) <= MAX_NOTE:
+                tags[NOTE_TAG] = with_table
     finished = [r for r in rows if r.ok]
     for key in FIXED_TAGS:
         values = {r.tags.get(key) for r in finished}
