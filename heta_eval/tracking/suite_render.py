@@ -51,8 +51,8 @@ def main_rows(table: SuiteTable) -> tuple[list[str], list[list[str]]]:
         for column in table.columns:
             ref = table.headline_reference(member, column)
             if ref is not None:
-                scope = f", {', '.join(ref.reference.scope_units)} only" if ref.cases else ""
-                published = f"{ref.reference.value:.4f} ({ref.reference.recipe}{scope})"
+                scoped = " *" if ref.reference.scope_units else ""
+                published = f"{ref.reference.value:.4f} ({ref.reference.recipe}){scoped}"
                 delta = _signed(ref.delta) + (" ✓" if ref.ok else " ✗" if ref.ok is False else "")
                 break
         rows.append([member, *cells, *([published, delta] if with_refs else [])])
@@ -120,7 +120,8 @@ def guide(table: SuiteTable) -> str:
         "value; its interval (≈) combines the members' CIs as independent normal errors. "
         "Published: a reference number for that member's recipe and metric, with Δ = ours - "
         "published; ✓/✗ say whether it is within the stated tolerance (a reference restricted "
-        "to some documents is compared with our mean over those documents' cases)."
+        "to some documents, marked *, is compared with our mean over those documents' cases; "
+        "the References say which)."
     )
 
 
@@ -144,27 +145,38 @@ th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.macro td { font-weight: 600; border-top: 2px solid #888; }
 td.ok { color: #116611; } td.miss { color: #b00020; }
-td.src { max-width: 40em; font-size: 0.9em; }
+td.wrap { text-align: right; white-space: nowrap; }
+tr.src td { font-size: 0.85em; color: #555; border-top: none; padding-top: 0; }
+tr.ref td { border-bottom: none; }
 p { max-width: 60em; }
 """
 
 
-def _html_table(header: list[str], rows: list[list[str]], macro_last: bool) -> str:
+def _html_table(
+    header: list[str], rows: list[list[str]], macro_last: bool, source_last: bool = False
+) -> str:
     esc = html.escape
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    shown = header[:-1] if source_last else header
+    head = "".join(f"<th>{esc(h)}</th>" for h in shown)
     body = []
     for i, row in enumerate(rows):
         cls = ' class="macro"' if macro_last and i == len(rows) - 1 else ""
         cells = []
         for j, text in enumerate(row):
             kind = "label" if j == 0 else "num"
-            if header[j] in ("source",):
-                kind = "src"
+            if header[j] == "published":
+                kind = "wrap"  # the value, its recipe and the documents it covers
             elif text.startswith("✓") or text.endswith("✓"):
                 kind = "num ok"
             elif text.startswith("✗") or text.endswith("✗"):
                 kind = "num miss"
             cells.append(f'<td class="{kind}">{esc(text)}</td>')
+        if source_last:
+            # The citation on a row of its own under its numbers: readable in a narrow frame.
+            body.append(f'<tr class="ref">{"".join(cells[:-1])}</tr>')
+            span = len(header) - 1
+            body.append(f'<tr class="src"><td colspan="{span}">{esc(row[-1])}</td></tr>')
+            continue
         body.append(f"<tr{cls}>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -182,7 +194,7 @@ def to_html(table: SuiteTable) -> str:
     if table.references:
         parts += [
             "<h3>References</h3>",
-            _html_table(list(REFERENCE_COLUMNS), reference_rows(table), False),
+            _html_table(list(REFERENCE_COLUMNS), reference_rows(table), False, True),
         ]
     if table.failed:
         parts.append(f"<p>Not in the table (failed jobs): {esc('; '.join(table.failed))}</p>")
