@@ -123,7 +123,7 @@ def test_comparison_html_fits_1280_pixels_in_chromium(count: int, tmp_path: Path
     assert found, proc.stdout[:2000]
     layout = json.loads(html.unescape(found.group(1)))
     assert layout["view"] <= 1280 and layout["page"] <= layout["view"], layout
-    assert len(layout["boxes"]) == 2 and len(layout["images"]) == 4
+    assert len(layout["boxes"]) == 3 and len(layout["images"]) == 4
     for box in layout["boxes"]:
         assert box["right"] <= layout["view"] and box["scroll"] <= box["client"], layout
     for image in layout["images"]:

@@ -128,6 +128,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if not metrics:
             raise CompareError("--metrics names no metric")
     runs = load_reports(args.runs, tracking_uri=args.tracking_uri)
+    from heta_eval.compare.suites import is_suite_comparison
+
+    if is_suite_comparison(runs):
+        return _run_suite(args, runs, baseline, metrics, console)
     comparison = compare_reports(
         runs,
         baseline=baseline,
@@ -146,6 +150,48 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print(f"{PROG}: no sweep parent run among the runs; nothing logged", file=sys.stderr)
     elif from_sweep and args.log_to_mlflow is not False:
         for sweep in _log_to_sweeps(runs, paths, args.tracking_uri):
+            console.print(f"logged to MLflow sweep run {sweep}", soft_wrap=True)
+    return 0
+
+
+def _run_suite(
+    args: argparse.Namespace,
+    runs: list[LoadedRun],
+    baseline: int | str | None,
+    metrics: list[str] | None,
+    console: Console,
+) -> int:
+    """Suite sweeps: compare per member, then the macro average (compare.suites)."""
+    from heta_eval.compare.suite_render import rich_suite, write_suite_outputs
+    from heta_eval.compare.suites import compare_suites
+
+    comparison = compare_suites(
+        runs,
+        baseline=baseline,
+        metrics=metrics,
+        min_overlap=args.min_overlap,
+        resamples=args.resamples,
+        seed=args.seed,
+        alpha=args.alpha,
+    )
+    console.print(rich_suite(comparison))
+    out = (args.out or _default_out()).resolve()
+    paths = write_suite_outputs(comparison, out)
+    console.print(f"outputs: {out} (suite_comparison.md, one directory per member)", soft_wrap=True)
+    if args.log_to_mlflow is not False:
+        from mlflow import MlflowClient
+
+        from heta_eval.compare.loading import default_tracking_uri
+
+        client = MlflowClient(tracking_uri=args.tracking_uri or default_tracking_uri())
+        for sweep in dict.fromkeys(r.sweep_run_id for r in runs if r.sweep_run_id):
+            try:
+                for path in paths.values():
+                    rel = path.parent.relative_to(out)
+                    where = "suite_comparison" + ("" if str(rel) == "." else f"/{rel}")
+                    client.log_artifact(sweep, str(path), artifact_path=where)
+            except Exception as exc:
+                raise CompareError(f"could not log to MLflow run {sweep}: {exc}") from None
             console.print(f"logged to MLflow sweep run {sweep}", soft_wrap=True)
     return 0
 

@@ -39,6 +39,7 @@ GROUPS = (
     "tracking",
     "experiment",
     "hparams_search",
+    "suite",
     "hydra/launcher",
 )
 _EXTRA_MENTION = re.compile(r"heta-eval\[(\w+)\]|the `(\w+)` extra")

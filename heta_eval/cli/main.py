@@ -12,6 +12,9 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.cli.hydra_errors import WRITE_ERRORS, describe_write_error, guard_hydra
 from heta_eval.cli.signals import exit_status, stop_on_sigterm
 from heta_eval.config import config_dir
+from heta_eval.config.resolvers import register as register_resolvers
+
+register_resolvers()  # the suites' ${heta_join:...} and ${heta_beir_datasets:...}
 
 # The runner, the engine and pydantic are imported when a run starts, not for --help.
 if TYPE_CHECKING:

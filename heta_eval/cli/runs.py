@@ -43,7 +43,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--include-sweep-parents", action="store_true", help="also list sweep parent runs"
     )
+    parser.add_argument(
+        "--suite",
+        nargs="?",
+        const="",
+        metavar="SUITE",
+        help="the members x recipes table of a suite sweep: a suite name (its latest sweep), "
+        "a sweep id or directory, or the parent run id; alone, the latest suite sweep",
+    )
     args = parser.parse_args(argv)
+    if args.suite is not None:
+        return _print_suite(args)
     try:
         frame = load_runs(
             args.experiment,
@@ -63,6 +73,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunsError as exc:
         print(f"heta-eval-runs: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _print_suite(args: argparse.Namespace) -> int:
+    from heta_eval.tracking.suite_frame import SuiteTableError, load_suite, table_frame
+    from heta_eval.tracking.suite_render import print_suite_table
+
+    try:
+        table, parent = load_suite(
+            args.suite or None,
+            experiment=args.experiment,
+            tracking_uri=args.tracking_uri,
+            root=args.root,
+        )
+        if args.output is not None:
+            path = write_frame(table_frame(table, parent).reset_index(), args.output)
+            print(f"suite table of sweep run {parent} written to {path}")
+            return 0
+    except (RunsError, SuiteTableError) as exc:
+        print(f"heta-eval-runs: {exc}", file=sys.stderr)
+        return 2
+    print_suite_table(table)
+    print(f"sweep parent run: {parent}")
     return 0
 
 

@@ -52,7 +52,7 @@ def check_sweep(config: DictConfig) -> None:
     hydra_config = HydraConfig.instance()
     sweep_config = hydra_config.cfg
     composed: dict[tuple[str, ...], DictConfig] = {}
-    jobs = sweep_jobs(config)
+    jobs = _suite_jobs(config)
     try:
         for number, overrides in enumerate(jobs):
             parsed = parser.parse_overrides(overrides)
@@ -77,6 +77,31 @@ def check_sweep(config: DictConfig) -> None:
                 sys.exit(2)
     finally:
         hydra_config.cfg = sweep_config
+
+
+def _suite_jobs(config: DictConfig) -> list[list[str]]:
+    """`sweep_jobs`, after checking the suite the sweep runs (`suite=...`): a value it needs
+    (`suite.data_root`) or members it cannot find exit 2 with the reason, not a traceback."""
+    from omegaconf.errors import InterpolationResolutionError, MissingMandatoryValue
+
+    suite = OmegaConf.select(config, "suite", default=None)
+    try:
+        if suite is not None:
+            for key in suite:
+                if OmegaConf.is_missing(suite, key):
+                    raise ValueError(f"suite.{key}: a value is required (set suite.{key}=...)")
+            from heta_eval.records.suite import suite_from_config
+
+            suite_from_config(OmegaConf.to_container(suite, resolve=True))
+        return sweep_jobs(config)
+    except (InterpolationResolutionError, MissingMandatoryValue) as exc:
+        cause = exc.__cause__ or exc
+        message = str(getattr(cause, "msg", None) or cause).splitlines()[0]
+        message = message.removeprefix("SuiteDataError raised while resolving interpolation: ")
+    except ValueError as exc:
+        message = str(exc)
+    print(f"heta-eval: invalid configuration\n{message}", file=sys.stderr)
+    sys.exit(2)
 
 
 class ValidateSweepJobs(Callback):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from heta_eval.compare.labels import effective_value, override_items
 from heta_eval.compare.loading import CompareError, LoadedRun, label_runs
 from heta_eval.compare.pairing import CaseKey, case_overlap, select_metrics
+from heta_eval.compare.power import Power, paired_power
 from heta_eval.evaluators.statistics import bootstrap_ci
 from heta_eval.records import EvaluationReport
 
@@ -62,6 +63,7 @@ class PairTest(_Frozen):
     wins: int | None = None
     losses: int | None = None
     ties: int | None = None
+    power: Power | None = None  # what the comparison could have detected (compare.power)
 
 
 class MetricRow(_Frozen):
@@ -257,6 +259,7 @@ def _paired(
         wins=int(np.sum(o > b)),
         losses=int(np.sum(o < b)),
         ties=int(np.sum(o == b)),
+        differences=diffs,
     )
     return stats
 
@@ -322,6 +325,10 @@ def compare_reports(
     for test, adjusted in zip(tested, holm([t["p_value"] for t in tested]), strict=True):
         test["p_holm"] = adjusted
         test["significant"] = adjusted < alpha
+    for test in (t for _, _, tests in rows for t in tests):
+        diffs = test.pop("differences", None)
+        if diffs is not None:
+            test["power"] = paired_power(diffs, alpha, test.get("significant"))
     infos = tuple(
         RunInfo(
             label=r.label,

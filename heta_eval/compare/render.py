@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from heta_eval.compare.paired import MCNEMAR, RANDOMIZATION, Comparison, PairTest, RunMean
+from heta_eval.compare.power_table import POWER_COLUMNS, power_guide, power_rows
 
 OUTPUT_FILES = {"markdown": "comparison.md", "html": "comparison.html", "json": "comparison.json"}
 _TEST_SHORT = {MCNEMAR: "McNemar", RANDOMIZATION: "randomization"}
@@ -164,8 +165,13 @@ def rich_table(comparison: Comparison) -> Group:
         tests.add_column(name, justify="left" if name in ("metric", "run", "against") else "right")
     for cells in _test_rows(comparison):
         tests.add_row(*(escape(c) for c in cells))
+    power = Table(title="power (80% unless set otherwise)", title_justify="left")
+    for name in POWER_COLUMNS:
+        power.add_column(name, justify="left" if name in ("metric", "run", "against") else "right")
+    for cells in power_rows(comparison):
+        power.add_row(*(escape(c) for c in cells))
     pairing = Text("\n".join(pairing_lines(comparison)))
-    return Group(pairing, means, tests)
+    return Group(pairing, means, tests, power)
 
 
 def _md(text: str) -> str:
@@ -201,6 +207,9 @@ def to_markdown(comparison: Comparison) -> str:
     lines += _md_table(["run", "query mode", *comparison.metrics], _mean_rows(comparison), 2)
     lines += ["", "## Paired tests", ""]
     lines += _md_table(list(TEST_COLUMNS), _test_rows(comparison), 3)
+    lines += ["", "## Power", ""]
+    lines += _md_table(list(POWER_COLUMNS), power_rows(comparison), 3)
+    lines += ["", power_guide(comparison)]
     lines += ["", "## Runs", ""]
     lines += [f"- **{_md(label)}**: {_md(text)}" for label, text in _sources(comparison)]
     lines += ["", "## How to read this", "", _md(how_to_read(comparison)), ""]
@@ -285,6 +294,9 @@ def to_html(comparison: Comparison) -> str:
         f'<ul class="pairing">{pairing}</ul>\n'
         f'<h2>Means</h2><div id="means">{means}</div>\n'
         f'<h2>Paired tests</h2><div id="tests">{tests}</div>\n'
+        f'<h2>Power</h2><div id="power">'
+        f"{_html_table(list(POWER_COLUMNS), power_rows(comparison), 3)}</div>\n"
+        f'<p class="read">{esc(power_guide(comparison))}</p>\n'
         f'<h2>Plots</h2><div class="plots">{plots}</div>\n'
         f"<h2>Runs</h2><ul>{runs}</ul>\n"
         f'<h2>How to read this</h2><p class="read">{esc(how_to_read(comparison))}</p>\n'

@@ -15,6 +15,9 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from heta_eval.config import config_dir
+from heta_eval.config.resolvers import register as register_resolvers
+
+register_resolvers()  # the suites' ${heta_join:...} and ${heta_beir_datasets:...}
 
 
 def compose_config(

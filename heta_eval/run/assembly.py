@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 GROUPS = ("benchmark", "recipe", "evaluator", "runner", "tracking")
 # Keys that say where things are written, not what is evaluated: left out of the config hash.
-_NOT_HASHED = {"paths", "tracking", "hydra", "optimized_metric"}
+_NOT_HASHED = {"paths", "tracking", "hydra", "optimized_metric", "suite"}
 _RUNNER_NOT_HASHED = {
     "output_dir",
     "store_dir",
@@ -225,6 +225,13 @@ def assemble(cfg: DictConfig) -> RunComponents:
     absent = [g for g in GROUPS if resolved.get(g) is None]
     if absent:
         raise ConfigError(f"config groups without a selection: {absent}")
+    if resolved.get("suite") is not None:
+        from heta_eval.records.suite import suite_from_config
+
+        try:
+            suite_from_config(resolved["suite"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     try:
         settings = RunnerSettings.model_validate(resolved["runner"])
     except ValidationError as exc:

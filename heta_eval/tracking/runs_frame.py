@@ -104,6 +104,7 @@ def load_runs(
     root: str | os.PathLike[str] = "outputs",
     include_sweep_parents: bool = False,
     prefixes: bool = False,
+    suite: str | None = None,
 ) -> Any:
     """The runs of `experiment` (or only those of one sweep) as a pandas DataFrame.
 
@@ -111,7 +112,17 @@ def load_runs(
     The store is `tracking_uri`, else MLFLOW_TRACKING_URI, else `{root}/mlflow.db`. Sweep
     parent runs (which hold a sweep's summary) are left out unless `include_sweep_parents`.
     One row per run, oldest first; see the module docstring for the columns.
+
+    `suite` (a suite name, or a suite sweep's id, directory or parent run id; "" for the
+    latest suite sweep) returns that sweep's members x recipes table instead
+    (`suite_frame.table_frame`).
     """
+    if suite is not None:
+        from heta_eval.tracking.suite_frame import load_suite_table
+
+        return load_suite_table(
+            suite or None, experiment=experiment, tracking_uri=tracking_uri, root=root
+        )
     import pandas as pd
     from mlflow import MlflowClient
 

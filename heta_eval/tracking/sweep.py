@@ -39,6 +39,7 @@ from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.access import access_problem
 from heta_eval.tracking.naming import metric_name, param_value
+from heta_eval.tracking.suite_table import SUITE_TAG
 from heta_eval.tracking.sweep_end import BEST_RUN_TAG as BEST_RUN_TAG
 from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
 from heta_eval.tracking.sweep_end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
@@ -122,6 +123,16 @@ def _mlflow_tracker(config: DictConfig) -> Any:
     return tracker if isinstance(tracker, MlflowTracker) else None
 
 
+def _suite(config: DictConfig) -> Any:
+    """The suite a sweep runs (`suite=uda`: `conf/suite/uda.yaml`), or None."""
+    from heta_eval.records.suite import suite_from_config
+
+    spec = OmegaConf.select(config, "suite", default=None)
+    if spec is None:
+        return None
+    return suite_from_config(OmegaConf.to_container(spec, resolve=True))
+
+
 def _fixed_names(config: DictConfig, swept: set[str]) -> dict[str, str]:
     """benchmark.name / recipe.name when no override of the sweep can change them."""
     names: dict[str, str] = {}
@@ -159,6 +170,7 @@ class MlflowSweepCallback(Callback):
         self._launcher = ""
         self._started_ms = 0
         self._optimized: str | None = None
+        self._suite: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Launchers ship the callbacks to their workers; the MLflow client and the exit
@@ -174,6 +186,7 @@ class MlflowSweepCallback(Callback):
         self._launcher = ""
         self._started_ms = 0
         self._optimized = None
+        self._suite = None
 
     # -- the launching process -------------------------------------------------------------
 
@@ -207,6 +220,9 @@ class MlflowSweepCallback(Callback):
             "heta_eval.config_name": str(kwargs.get("config_name") or ""),
             **_fixed_names(config, _swept_keys(overrides)),
         }
+        self._suite = _suite(config)
+        if self._suite is not None:
+            tags[SUITE_TAG] = self._suite.name
         from heta_eval.code_identity import git_commit
 
         commit = git_commit()
@@ -435,7 +451,7 @@ class MlflowSweepCallback(Callback):
     def _summarise(self) -> list[SweepRow]:
         """Log the sweep's summary to the parent and print its jobs' table (`sweep_end`)."""
         assert self._sweep_dir is not None
-        return summarise_sweep(self._tracker, self._sweep_dir, self._optimized)
+        return summarise_sweep(self._tracker, self._sweep_dir, self._optimized, self._suite)
 
     @staticmethod
     def _children(client: Any, experiment_id: str, run_id: str) -> list[Any]:

@@ -46,11 +46,15 @@ SWEEP_FILES = ("optimization_results.yaml", "multirun.yaml")
 FIXED_TAGS = ("benchmark.name", "recipe.name")  # tagged on the parent when one value for all
 TAGS_PER_BATCH = 100  # MLflow's per-request limits
 METRICS_PER_BATCH = 1000
+MAX_NOTE = 7500  # MLflow's tag values hold 8,000 characters
 
 
-def summarise_sweep(tracker: Any, sweep_dir: Path, optimized_metric: str | None) -> list[SweepRow]:
+def summarise_sweep(
+    tracker: Any, sweep_dir: Path, optimized_metric: str | None, suite: Any = None
+) -> list[SweepRow]:
     """Log the summary tables, best/* metrics and tags to the parent run `tracker.run_id`,
-    print the jobs' table; return the rows (one per job)."""
+    print the jobs' table; return the rows (one per job). A suite's sweep (`suite`, a
+    `records.suite.SuiteDefinition`) also logs and prints its members x recipes table."""
     from mlflow.entities import Metric, RunTag
 
     client, run_id = tracker.client, tracker.run_id
@@ -80,8 +84,19 @@ def summarise_sweep(tracker: Any, sweep_dir: Path, optimized_metric: str | None)
     if top is not None:
         tags[BEST_RUN_TAG] = top.row.run_id
     note = parent.data.tags.get(NOTE_TAG, "")
+    table = None
+    if suite is not None:
+        try:
+            table = log_suite_table(client, run_id, rows, suite)
+        except Exception as exc:  # the jobs' summary stands without the suite's table
+            log.warning("could not build the suite table of sweep %s: %s", run_id, exc)
     if not note or note.startswith(SWEEP_NOTE_START):  # never a description a user wrote
         tags[NOTE_TAG] = sweep_note(rows, top)
+        if table is not None:
+            with_table = suite_note(table, tags[NOTE_TAG])
+            # MLflow refuses a tag value past 8,000 characters (and the whole batch with it).
+            if len(with_table) <= MAX_NOTE:
+                tags[NOTE_TAG] = with_table
     finished = [r for r in rows if r.ok]
     for key in FIXED_TAGS:
         values = {r.tags.get(key) for r in finished}
@@ -101,9 +116,43 @@ def summarise_sweep(tracker: Any, sweep_dir: Path, optimized_metric: str | None)
 
         default = default_tracking_uri(Path.cwd() / "outputs")
         print_sweep_end(rows, metric, run_id, compare_command(run_id, tracker.uri, default))
+        if table is not None:
+            from heta_eval.tracking.suite_render import print_suite_table
+
+            print_suite_table(table)
     except Exception as exc:  # the summary is logged; a console problem must not undo it
         log.warning("could not print the sweep's table: %s", exc)
     return rows
+
+
+def log_suite_table(client: Any, run_id: str, rows: list[SweepRow], suite: Any) -> Any:
+    """Build the suite's table and log it to the parent run as suite_table.md, .html (MLflow's
+    artifact view renders it) and .json."""
+    from heta_eval.tracking.suite_render import SUITE_FILES, to_texts
+    from heta_eval.tracking.suite_table import build_suite_table
+    from heta_eval.tracking.sweep_summary import differing_overrides
+
+    varied = [k for k in differing_overrides(rows) if k != suite.member_key]
+    table = build_suite_table(rows, suite, client, varied=varied)
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, text in to_texts(table).items():
+            path = Path(tmp) / SUITE_FILES[kind]
+            path.write_text(text, encoding="utf-8")
+            client.log_artifact(run_id, str(path))
+    return table
+
+
+def suite_note(table: Any, note: str) -> str:
+    """The parent's description with the suite's main table (Markdown) before it."""
+    from heta_eval.tracking.suite_render import main_rows, title
+
+    header, body = main_rows(table)
+    lines = [f"**{title(table)}**", ""]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |")
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    lines += ["", "References and the full table: `suite_table.html` (Artifacts).", "", note]
+    return "\n".join(lines)
 
 
 def child_runs(client: Any, experiment_id: str, run_id: str) -> list[Any]:
