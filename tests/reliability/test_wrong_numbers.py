@@ -1,0 +1,50 @@
+"""Numbers that must never be wrong in silence: stale code, edited journals, doubled cases,
+non-finite arguments and empty knowledge bases.
+
+Real `heta-eval` subprocesses on real files; each test is an attack that once gave a wrong
+number without a word.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import read_report, report_path
+from .processes import run_cli
+
+RECALL = "bm25.evidence_recall@1"
+
+
+def _reused(proc: object) -> bool:
+    return "already evaluated" in proc.stdout + proc.stderr  # type: ignore[attr-defined]
+
+
+def test_an_edited_journal_line_is_evaluated_again_not_reported(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    args = ("tracking=none", "runner.limit=6")
+    first = run_cli(root, tmp_path, *args)
+    assert first.returncode == 0, first.stderr
+    assert read_report(report_path(first.stdout)).score_summary[RECALL] == 1.0
+    (done,) = (root / "state").glob("*/done.json")
+    done.unlink()  # as if killed after the last case: the next run resumes the journal
+    journal = done.parent / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    cases = [i for i, line in enumerate(lines) if '"kind": "case"' in line]
+    assert len(cases) == 6
+    edited = lines[cases[0]].replace('"value":1.0', '"value":0.123', 1)
+    assert edited != lines[cases[0]]
+    lines[cases[0]] = edited
+    # Two lines swapped: each is still a true line, in a place it was not written in (the
+    # line after them no longer follows the line it was chained to either).
+    lines[cases[2]], lines[cases[3]] = lines[cases[3]], lines[cases[2]]
+    journal.write_text("".join(lines))
+
+    again = run_cli(root, tmp_path, *args)
+    assert again.returncode == 0, again.stderr
+    assert not _reused(again)
+    assert "do not match their digest" in again.stdout + again.stderr
+    report = read_report(report_path(again.stdout))
+    assert report.run.resumed_cases == 2  # the lines in place and untouched are trusted
+    assert report.score_summary[RECALL] == 1.0
+    assert all(s.value != 0.123 for r in report.case_results for s in r.scores)
