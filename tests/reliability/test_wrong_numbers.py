@@ -48,3 +48,13 @@ def test_an_edited_journal_line_is_evaluated_again_not_reported(tmp_path: Path) 
     assert report.run.resumed_cases == 2  # the lines in place and untouched are trusted
     assert report.score_summary[RECALL] == 1.0
     assert all(s.value != 0.123 for r in report.case_results for s in r.scores)
+
+
+def test_a_query_mode_listed_twice_is_refused_not_scored_twice(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    for override in ("recipe.query_modes=[bm25,bm25]", "runner.query_modes=[bm25,bm25]"):
+        proc = run_cli(root, tmp_path, "tracking=none", "runner.limit=4", override)
+        assert proc.returncode != 0, proc.stdout
+        key = override.partition("=")[0]
+        assert f"{key}: ['bm25'] listed more than once" in proc.stderr
+        assert not list(root.rglob("report.json"))
