@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from heta_eval.config.components import ComponentError, check_arguments, instantiate
 from heta_eval.config.endpoint_keys import missing_endpoint_keys
-from heta_eval.config.resolve import ConfigError, resolve_config
+from heta_eval.config.resolve import ConfigError, check_finite, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.protocols import RecipeLike
@@ -211,6 +211,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
     """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
     resolved = resolve_config(cfg)
     remember_secrets(interpolated_env_values(cfg))  # masked wherever this process masks
+    check_finite({k: v for k, v in resolved.items() if k != "hydra"})
     absent = [g for g in GROUPS if resolved.get(g) is None]
     if absent:
         raise ConfigError(f"config groups without a selection: {absent}")

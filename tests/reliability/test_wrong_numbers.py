@@ -58,3 +58,20 @@ def test_a_query_mode_listed_twice_is_refused_not_scored_twice(tmp_path: Path) -
         key = override.partition("=")[0]
         assert f"{key}: ['bm25'] listed more than once" in proc.stderr
         assert not list(root.rglob("report.json"))
+
+
+def test_non_finite_component_arguments_are_refused_by_name(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    for value, shown in (("nan", "nan"), ("1e999", "inf"), ("-inf", "-inf")):
+        proc = run_cli(root, tmp_path, "tracking=none", f"recipe.indexes.bm25.k1={value}")
+        assert proc.returncode != 0, proc.stdout
+        assert f"recipe.indexes.bm25.k1: a finite number is required (got {shown})" in (
+            proc.stderr
+        )
+        assert not list(root.rglob("report.json"))
+    # Inside a list or a mapping of an argument, before anything is created.
+    nested = "evaluator.extra=[{_target_:my.Metric,weights:{a:[1,nan]}}]"
+    proc = run_cli(root, tmp_path, "tracking=none", nested)
+    assert "evaluator.extra[0].weights.a[1]: a finite number is required (got nan)" in (
+        proc.stderr
+    )
