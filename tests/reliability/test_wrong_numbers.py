@@ -7,9 +7,11 @@ number without a word.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from heta_eval.code_identity import external_sources
+
+from ..conftest import REPO
 from .conftest import read_report, report_path
 from .processes import run_cli
 
@@ -65,13 +67,63 @@ def test_non_finite_component_arguments_are_refused_by_name(tmp_path: Path) -> N
     for value, shown in (("nan", "nan"), ("1e999", "inf"), ("-inf", "-inf")):
         proc = run_cli(root, tmp_path, "tracking=none", f"recipe.indexes.bm25.k1={value}")
         assert proc.returncode != 0, proc.stdout
-        assert f"recipe.indexes.bm25.k1: a finite number is required (got {shown})" in (
-            proc.stderr
-        )
+        assert f"recipe.indexes.bm25.k1: a finite number is required (got {shown})" in (proc.stderr)
         assert not list(root.rglob("report.json"))
     # Inside a list or a mapping of an argument, before anything is created.
     nested = "evaluator.extra=[{_target_:my.Metric,weights:{a:[1,nan]}}]"
     proc = run_cli(root, tmp_path, "tracking=none", nested)
-    assert "evaluator.extra[0].weights.a[1]: a finite number is required (got nan)" in (
-        proc.stderr
-    )
+    assert "evaluator.extra[0].weights.a[1]: a finite number is required (got nan)" in (proc.stderr)
+
+
+_EVALUATOR = """
+import numpy  # installed code: not the user's package, never walked
+
+from heta_eval.protocol import Evaluator
+from heta_eval.records import EvaluationScore
+
+from .consts import VALUE
+
+
+class Const2(Evaluator):
+    name = "const2"
+
+    async def evaluate(self, case, response):
+        from mycomp import late  # imported only when it runs: still the user's code
+
+        return EvaluationScore(name=self.name, value=VALUE * late.FACTOR)
+"""
+
+
+def _user_package(root: Path, value: float) -> Path:
+    package = root / "plugin" / "mycomp"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "ev2.py").write_text(_EVALUATOR)
+    (package / "consts.py").write_text("from mycomp.deeper import BASE\n\nVALUE = BASE\n")
+    (package / "deeper.py").write_text(f"BASE = {value}\n")
+    (package / "late.py").write_text("FACTOR = 1.0\n")
+    return package.parent
+
+
+def test_a_module_a_user_component_imports_is_part_of_the_code_identity(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    plugin = _user_package(tmp_path, 1.0)
+    args = ("tracking=none", "runner.limit=4", "evaluator.extra=[{_target_:mycomp.ev2.Const2}]")
+    env = {"PYTHONPATH": f"{plugin}:{REPO}"}
+    root = tmp_path / "outputs"
+    first = run_cli(root, tmp_path, *args, **env)
+    assert first.returncode == 0, first.stderr
+    assert read_report(report_path(first.stdout)).score_summary["bm25.const2"] == 1.0
+    # Two imports away from the component, and only its value changes.
+    (plugin / "mycomp" / "deeper.py").write_text("BASE = 0.25\n")
+    again = run_cli(root, tmp_path, *args, **env)
+    assert again.returncode == 0, again.stderr
+    assert not _reused(again)
+    assert read_report(report_path(again.stdout)).score_summary["bm25.const2"] == 0.25
+
+    monkeypatch.syspath_prepend(str(plugin))  # type: ignore[attr-defined]
+    digests = external_sources(["mycomp.ev2"])
+    # The component's module and every module of its package it reaches (the package's
+    # __init__ runs for `from mycomp import late`), and nothing installed such as numpy.
+    assert set(digests) == {f"mycomp{m}" for m in ("", ".ev2", ".consts", ".deeper", ".late")}
