@@ -60,6 +60,8 @@ def check_failure_rate(report: EvaluationReport, max_failure_rate: float | None)
     if total == 0 or failed == 0:
         return
     everything = failed == total
+    if not everything:
+        check_failed_metrics(report)
     if not everything and (max_failure_rate is None or failed / total <= max_failure_rate):
         return
     stages = Counter(r.error.stage for r in report.failed_cases if r.error is not None)
@@ -78,6 +80,32 @@ def check_failure_rate(report: EvaluationReport, max_failure_rate: float | None)
         )
     raise FailureRateExceededError(
         f"{head} and the report was still written; most frequent reasons:{reasons}", report
+    )
+
+
+def check_failed_metrics(report: EvaluationReport) -> None:
+    """Raise FailureRateExceededError when a metric failed for every case it did not skip
+    (an LLM judge whose endpoint is down or refuses the key): the run cannot stand for that
+    metric, whatever runner.max_failure_rate says, even when the other metrics scored."""
+    dead = [
+        key
+        for key, detail in sorted(report.score_details.items())
+        if detail.failed and not detail.scored and not detail.undetermined
+    ]
+    if not dead:
+        return
+    named = {key.partition(".")[2] for key in dead}
+    causes = Counter(
+        " ".join(r.error.message.split())[:REASON_CHARS]
+        for r in report.failed_cases
+        if r.error is not None and r.error.evaluator in named
+    )
+    reasons = "".join(f"\n  {n}x {why}" for why, n in causes.most_common(3))
+    raise FailureRateExceededError(
+        f"{', '.join(dead)} failed for every case it scores (nothing scored, whatever "
+        "runner.max_failure_rate says); the report was still written and the failed cases "
+        f"are evaluated again on the next run; most frequent reasons:{reasons}",
+        report,
     )
 
 
