@@ -195,7 +195,7 @@ def test_persistent_failure_is_a_failed_metric(server: ChatServer, tmp_path: Pat
 
     # Other 4xx are not retried.
     server.replies[:] = [Reply(400, {"error": {"message": "unknown model"}})]
-    with pytest.raises(EndpointError, match="HTTP 400.*unknown model"):
+    with pytest.raises(EndpointError, match=r"HTTP 400.*unknown model"):
         judge_one(judge, PARIS, response("Paris"))
     assert server.count == 4
 
