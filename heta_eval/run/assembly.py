@@ -24,6 +24,7 @@ from heta_eval.config.endpoint_keys import missing_endpoint_keys
 from heta_eval.config.resolve import ConfigError, check_finite, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
 from heta_eval.kb.build_cache import BuildCache
+from heta_eval.kb.parsers.base import not_a_parser
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
@@ -142,7 +143,9 @@ def check_recipe_components(recipe: KnowledgeRecipe) -> None:
     values out of range fail now, naming the key, not as every case failed at build."""
     for key, spec in recipe.component_specs().items():
         _check_arguments(spec, f"recipe.{key}")
-        create_component(f"recipe.{key}", spec)
+        created = create_component(f"recipe.{key}", spec)
+        if key == "parser" and (why := not_a_parser(created)) is not None:
+            raise ConfigError(f"recipe.parser: {why}")
 
 
 def _evaluators(

@@ -7,12 +7,13 @@ number without a word.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from heta_eval.code_identity import external_sources
 
 from ..conftest import REPO
-from .conftest import read_report, report_path
+from .conftest import jsonl_args, read_report, report_path, small_benchmark, write_jsonl
 from .processes import run_cli
 
 RECALL = "bm25.evidence_recall@1"
@@ -127,3 +128,40 @@ def test_a_module_a_user_component_imports_is_part_of_the_code_identity(
     # The component's module and every module of its package it reaches (the package's
     # __init__ runs for `from mycomp import late`), and nothing installed such as numpy.
     assert set(digests) == {f"mycomp{m}" for m in ("", ".ev2", ".consts", ".deeper", ".late")}
+
+
+def test_a_knowledge_base_with_nothing_indexed_fails_its_cases_and_is_not_cached(
+    tmp_path: Path,
+) -> None:
+    docs, cases = small_benchmark(tmp_path, cases=3)
+    rows = [json.loads(line) for line in docs.read_text().splitlines()]
+    for row in rows:
+        row["media_type"] = "application/x-klingon"  # no parser reads it
+    write_jsonl(docs, rows)
+    root = tmp_path / "outputs"
+    args = (*jsonl_args(docs, cases), "tracking=none")
+    done = run_cli(root, tmp_path, *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "3 of 3 case results failed (all of them: 3 at build)" in done.stderr
+    assert "nothing indexed: none of the 10 documents gave any text to index" in done.stderr
+    report = read_report(done.report_path)
+    message = report.case_results[0].error.message  # type: ignore[union-attr]
+    assert "no parser for media type 'application/x-klingon'" in message
+    errors = {r.error.error_type for r in report.case_results if r.error is not None}
+    assert errors == {"EmptyKnowledgeBaseError"} and len(report.failed_cases) == 3
+    assert "bm25.ndcg@10" not in report.score_summary
+    assert not [p for p in (root / "cache" / "kb").glob("*/*") if not p.name.startswith(".")]
+    again = run_cli(root, tmp_path, *args)
+    assert again.returncode == 1 and not _reused(again)
+
+
+def test_a_parser_target_that_is_not_a_parser_is_refused_up_front(tmp_path: Path) -> None:
+    root = tmp_path / "outputs"
+    chunker = "{_target_:heta_eval.kb.chunking.FixedSizeChunker}"
+    for override in (f"recipe.parser={chunker}", f"+recipe.parser.parsers={{txt:{chunker}}}"):
+        done = run_cli(root, tmp_path, "tracking=none", override)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "recipe.parser" in done.stderr
+        assert "FixedSizeChunker is not a parser" in done.stderr
+        assert "parse(source, data)" in done.stderr
+    assert not list(root.rglob("report.json"))
