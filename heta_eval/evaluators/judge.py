@@ -152,8 +152,9 @@ class LLMJudge(Evaluator):
     raises EndpointError: a failed metric for the case, never an undetermined one. Cases
     without expected answers or without a generated answer are skipped without a call.
 
-    Determined verdicts are cached in `cache_dir` (default: the shared heta_eval cache's
-    `judge/` directory); `details.cached` says whether a verdict came from there. The
+    Determined verdicts are cached in `cache_dir` (default: `judge/` under the run's cache
+    root during a run, following `runner.cache`, else under the shared heta_eval cache);
+    `details.cached` says whether a verdict came from there. The
     constructor does no I/O and needs no API key; only `evaluate()` does. The key is read
     from the environment variable `api_key_env` (None: no Authorization header) and never
     stored. Call `aclose()` before the event loop ends to release HTTP connections.

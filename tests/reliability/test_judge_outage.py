@@ -56,18 +56,14 @@ def test_a_judge_endpoint_that_refuses_fails_the_metric_and_is_asked_again(
         # The endpoint answers again, but refuses one request: with max_failure_rate=0 the
         # one failed case fails the run; the other two are asked again and scored.
         server.replies.append(refused)
-        gated = run_cli(
-            root, tmp_path, *_judge_args(server.base_url, "runner.max_failure_rate=0")
-        )
+        gated = run_cli(root, tmp_path, *_judge_args(server.base_url, "runner.max_failure_rate=0"))
         assert gated.returncode == 1, gated.stdout + gated.stderr
         assert "already evaluated" not in gated.stdout + gated.stderr
         assert "1 of 3 case results failed" in gated.stderr
         assert server.count == 6
 
         # Back for good: the failed case is asked again, nothing is reused from the outage.
-        fixed = run_cli(
-            root, tmp_path, *_judge_args(server.base_url, "runner.max_failure_rate=0")
-        )
+        fixed = run_cli(root, tmp_path, *_judge_args(server.base_url, "runner.max_failure_rate=0"))
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr
         assert server.count == 7
     report = read_report(fixed.report_path)
