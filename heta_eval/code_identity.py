@@ -183,6 +183,12 @@ def _imported_names(name: str, origin: Path) -> set[str]:
     return found
 
 
+def _parents(name: str) -> set[str]:
+    """The packages above module `name` (`a` and `a.b` for `a.b.c`)."""
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
 def _file_in(directory: Path, root: Path, name: str) -> Path | None:
     """The source file of module `name` under the sys.path entry `root`, when it lies inside
     `directory` (found on disk, nothing imported)."""
@@ -195,9 +201,9 @@ def _file_in(directory: Path, root: Path, name: str) -> Path | None:
 
 def local_imports(name: str, origin: Path) -> dict[str, Path]:
     """The modules of the user's own package that module `name` (file `origin`) imports,
-    transitively: those whose file lies in its package's directory (a lone module's own
-    directory). Nothing of installed libraries, the standard library or heta_eval, and
-    nothing is imported to find them."""
+    transitively, with the packages above each (their `__init__` runs too): those whose file
+    lies in its package's directory (a lone module's own directory). Nothing of installed
+    libraries, the standard library or heta_eval, and nothing is imported to find them."""
     directory = _package_dir(name, origin)
     if directory is None or directory.is_relative_to(PACKAGE_ROOT):
         return {}
@@ -208,7 +214,9 @@ def local_imports(name: str, origin: Path) -> dict[str, Path]:
     todo = [(name, origin)]
     while todo:
         current, path = todo.pop()
-        for imported in sorted(_imported_names(current, path)):
+        # Importing `a.b.c` runs the `__init__` of `a` and `a.b` too.
+        names = _imported_names(current, path) | _parents(current)
+        for imported in sorted(names | {p for n in names for p in _parents(n)}):
             if imported in found or imported == name or _is_heta_eval(imported):
                 continue
             file = _file_in(directory, root, imported)

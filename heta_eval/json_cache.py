@@ -35,8 +35,8 @@ CACHE_ENV_VAR = "HETA_EVAL_CACHE"
 def cache_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     """The shared cache: `configured`, else `$HETA_EVAL_CACHE`, else ~/.cache/heta_eval.
 
-    Downloads, judge verdicts, generated answers and embeddings live under it. The directory
-    is created if missing and returned as an absolute path.
+    Downloads live under it, and the other caches when no run is active (`run_cache`). The
+    directory is created if missing and returned as an absolute path.
     """
     if configured is not None and str(configured):
         chosen = Path(configured)
