@@ -105,7 +105,7 @@ def check_failed_metrics(report: EvaluationReport) -> None:
     causes = Counter(message[:REASON_CHARS] for key in dead for message in own[key])
     reasons = "".join(f"\n  {n}x {why}" for why, n in causes.most_common(3))
     raise FailureRateExceededError(
-        f"{', '.join(dead)} failed for every case it scores (nothing scored, whatever "
+        f"{', '.join(dead)} failed for every case it applies to (nothing scored, whatever "
         "runner.max_failure_rate says); the report was still written and the failed cases "
         f"are evaluated again on the next run; most frequent reasons:{reasons}",
         report,

@@ -90,7 +90,7 @@ def test_a_judge_that_failed_wherever_it_applies_fails_the_run(tmp_path: Path) -
             *_judge_args(server.base_url),
         )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "bm25.llm_judge failed for every case it scores" in done.stderr
+    assert "bm25.llm_judge failed for every case it applies to" in done.stderr
     assert "HTTP 503" in done.stderr
     report = read_report(done.report_path)
     detail = report.score_details[JUDGE]
