@@ -1,5 +1,14 @@
-"""The shared heta_eval cache directory, and a small on-disk cache of JSON entries in it keyed
-by the sha256 of what produced them."""
+"""Where heta_eval's caches live, and a small on-disk cache of JSON entries keyed by the
+sha256 of what produced them.
+
+During a run (`run_cache`, entered by the runner around each unit) every cache of a
+component that names no directory of its own (LLM answers, judge verdicts, embeddings) lives
+under the run's cache root (`runner.cache_dir`), and every cache obeys the run's
+`runner.cache` mode: `off` neither reads nor writes, `read` only reads, `write` only writes.
+Outside a run the shared cache is used: `$HETA_EVAL_CACHE`, else ~/.cache/heta_eval.
+Downloads of official benchmark files always use the shared cache (`cache_dir`): they are
+verified by checksum and are the benchmark's data, which a run's identity digests.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +18,9 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,8 +35,8 @@ CACHE_ENV_VAR = "HETA_EVAL_CACHE"
 def cache_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     """The shared cache: `configured`, else `$HETA_EVAL_CACHE`, else ~/.cache/heta_eval.
 
-    Downloads, judge verdicts, generated answers and embeddings live under it. The directory
-    is created if missing and returned as an absolute path.
+    Downloads live under it, and the other caches when no run is active (`run_cache`). The
+    directory is created if missing and returned as an absolute path.
     """
     if configured is not None and str(configured):
         chosen = Path(configured)
@@ -38,10 +49,56 @@ def cache_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class RunCache:
+    """The caches of the running evaluation: their root and the `runner.cache` mode."""
+
+    root: Path
+    mode: str = "readwrite"
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("read", "readwrite")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("write", "readwrite")
+
+
+_RUN_CACHE: ContextVar[RunCache | None] = ContextVar("heta_eval_run_cache", default=None)
+
+
+@contextlib.contextmanager
+def run_cache(root: str | os.PathLike[str], mode: str = "readwrite") -> Iterator[RunCache]:
+    """Within the block (and the tasks and threads it starts), caches live under `root` and
+    obey `mode` (see the module docstring)."""
+    token = _RUN_CACHE.set(RunCache(Path(root).expanduser().resolve(), mode))
+    try:
+        yield _RUN_CACHE.get()  # type: ignore[misc]
+    finally:
+        _RUN_CACHE.reset(token)
+
+
+def cache_reads() -> bool:
+    """Whether caches may be read now (always, outside a run)."""
+    current = _RUN_CACHE.get()
+    return current is None or current.reads
+
+
+def cache_writes() -> bool:
+    """Whether caches may be written now (always, outside a run)."""
+    current = _RUN_CACHE.get()
+    return current is None or current.writes
+
+
 def cache_directory(setting: str | os.PathLike[str] | None, subdir: str) -> Path:
-    """`setting`, or `{heta_eval cache}/{subdir}` when it is None or empty; created."""
+    """`setting`, or `{cache root}/{subdir}` when it is None or empty (the run's cache root
+    during a run, else the shared cache); created."""
+    current = _RUN_CACHE.get()
     if setting is not None and str(setting):
         path = Path(setting).expanduser().resolve()
+    elif current is not None:
+        path = current.root / subdir
     else:
         path = cache_dir() / subdir
     path.mkdir(parents=True, exist_ok=True)
@@ -112,22 +169,20 @@ class JsonFileCache:
     """One JSON file per key under a directory, its sha256 kept beside it
     (`KEY.json.sha256`); atomic writes; a file without a matching digest is a miss.
 
-    `directory` None means `{heta_eval cache}/{subdir}` ($HETA_EVAL_CACHE or
-    ~/.cache/heta_eval), resolved on first use so that constructing it does no I/O. A cache
-    that cannot be read or written logs a warning and behaves as empty.
+    `directory` None means `{cache root}/{subdir}`: the run's cache root during a run, else
+    $HETA_EVAL_CACHE or ~/.cache/heta_eval; resolved at use, so that constructing it does no
+    I/O. During a run, reads and writes follow `runner.cache`. A cache that cannot be read
+    or written logs a warning and behaves as empty.
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None, subdir: str) -> None:
         self._setting = directory
         self._subdir = subdir
-        self._path: Path | None = None
 
     @property
     def directory(self) -> Path:
-        """Where the entries are (created on first use)."""
-        if self._path is None:
-            self._path = cache_directory(self._setting, self._subdir)
-        return self._path
+        """Where the entries are now (created on use)."""
+        return cache_directory(self._setting, self._subdir)
 
     def _file(self, key: str) -> Path | None:
         try:
@@ -137,7 +192,9 @@ class JsonFileCache:
             return None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The entry stored under `key`, or None (missing or unreadable)."""
+        """The entry stored under `key`, or None (missing, unreadable, or reading is off)."""
+        if not cache_reads():
+            return None
         path = self._file(key)
         if path is None:
             return None
@@ -154,7 +211,9 @@ class JsonFileCache:
             return None
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        """Store `entry` under `key` (temporary file + rename)."""
+        """Store `entry` under `key` (temporary file + rename), unless writing is off."""
+        if not cache_writes():
+            return
         path = self._file(key)
         if path is not None:
             write_verified(path, json.dumps(entry).encode("utf-8"))

@@ -184,29 +184,29 @@ def test_retries_on_5xx_429_and_malformed_bodies(server: ChatServer, tmp_path: P
     assert score.value == 1.0 and server.count == 6
 
 
-def test_persistent_failure_is_undetermined(server: ChatServer, tmp_path: Path) -> None:
+def test_persistent_failure_is_a_failed_metric(server: ChatServer, tmp_path: Path) -> None:
     server.replies += [Reply(503, {"error": "down"}) for _ in range(10)]
     judge = make_judge(server, tmp_path, max_retries=2)
-    score = judge_one(judge, PARIS, response("Paris"))
-    assert score.value is None and score.undetermined and score.skipped_reason is None
-    assert "HTTP 503" in score.details["reason"] and "3 attempts" in score.details["reason"]
-    assert server.base_url in score.details["reason"]
+    with pytest.raises(EndpointError) as info:
+        judge_one(judge, PARIS, response("Paris"))
+    reason = str(info.value)
+    assert "HTTP 503" in reason and "3 attempts" in reason and server.base_url in reason
     assert server.count == 3 and not list((tmp_path / "cache").glob("*.json"))
 
     # Other 4xx are not retried.
     server.replies[:] = [Reply(400, {"error": {"message": "unknown model"}})]
-    score = judge_one(judge, PARIS, response("Paris"))
-    assert score.undetermined and "HTTP 400" in score.details["reason"]
-    assert "unknown model" in score.details["reason"] and server.count == 4
+    with pytest.raises(EndpointError, match=r"HTTP 400.*unknown model"):
+        judge_one(judge, PARIS, response("Paris"))
+    assert server.count == 4
 
 
-def test_timeouts_are_retried_then_undetermined(server: ChatServer, tmp_path: Path) -> None:
+def test_timeouts_are_retried_then_fail(server: ChatServer, tmp_path: Path) -> None:
     server.replies += [Reply(delay=5.0) for _ in range(2)]
     judge = make_judge(server, tmp_path, timeout=0.2, max_retries=1)
     started = time.monotonic()
-    score = judge_one(judge, PARIS, response("Paris"))
+    with pytest.raises(EndpointError, match="timed out"):
+        judge_one(judge, PARIS, response("Paris"))
     elapsed = time.monotonic() - started
-    assert score.undetermined and "timed out" in score.details["reason"]
     assert server.count == 2 and elapsed < 3
 
 
@@ -259,14 +259,15 @@ def test_the_secret_never_leaks(
     good = judge_one(judge, PARIS, response("Paris"))
     # A server that echoes the Authorization header in its error body.
     server.replies += [Reply(500, f"bad {SECRET}"), Reply(401, f"invalid key Bearer {SECRET}")]
-    bad = judge_one(judge, PARIS, response("Lyon"))
-    assert good.value == 1.0 and bad.undetermined and "HTTP 401" in bad.details["reason"]
-    assert "***" in bad.details["reason"]
+    with pytest.raises(EndpointError) as info:
+        judge_one(judge, PARIS, response("Lyon"))
+    bad = str(info.value)
+    assert good.value == 1.0 and "HTTP 401" in bad and "***" in bad
     texts = [
         repr(judge),
         repr(judge.client),
         good.model_dump_json(),
-        bad.model_dump_json(),
+        bad,
         caplog.text,
         *(p.read_text(encoding="utf-8") for p in (tmp_path / "cache").glob("*.json")),
     ]
@@ -279,8 +280,8 @@ def test_missing_key_names_the_variable(
     server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_ENV)
-    score = judge_one(make_judge(server, tmp_path), PARIS, response("Paris"))
-    assert score.undetermined and KEY_ENV in score.details["reason"]
+    with pytest.raises(EndpointError, match=KEY_ENV):
+        judge_one(make_judge(server, tmp_path), PARIS, response("Paris"))
     assert server.count == 0
 
     local = make_judge(server, tmp_path, api_key_env=None)

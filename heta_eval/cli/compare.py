@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         f"run has are fewer than this share of a run's cases (default {DEFAULT_MIN_OVERLAP})",
     )
     parser.add_argument(
+        "--allow-different-data",
+        action="store_true",
+        help="compare runs evaluated on different data (their data digests differ); every "
+        "output then says so",
+    )
+    parser.add_argument(
         "--tracking-uri",
         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
         "sqlite:///<cwd>/outputs/mlflow.db)",
@@ -140,6 +146,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         resamples=args.resamples,
         seed=args.seed,
         alpha=args.alpha,
+        allow_different_data=args.allow_different_data,
     )
     console.print(rich_table(comparison))
     paths = write_outputs(comparison, (args.out or _default_out()).resolve())

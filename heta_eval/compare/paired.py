@@ -95,6 +95,7 @@ class RunInfo(_Frozen):
     recipe: str
     primary_query_mode: str
     overrides: tuple[str, ...] = ()
+    data_digest: str | None = None
     cases: int
     left_out: int
     left_out_examples: tuple[str, ...] = ()
@@ -116,6 +117,7 @@ class Comparison(_Frozen):
     alpha: float
     confidence: float
     comparisons: int
+    different_data: bool = False
 
     def row(self, metric: str) -> MetricRow:
         return next(r for r in self.rows if r.metric == metric)
@@ -264,6 +266,30 @@ def _paired(
     return stats
 
 
+def data_digest(report: EvaluationReport) -> str | None:
+    """The digest of the data a run evaluated (None for a report without an identity)."""
+    return report.run.identity.data if report.run.identity is not None else None
+
+
+def check_same_data(runs: Sequence[LoadedRun], allow: bool) -> bool:
+    """Whether the runs evaluated different data; CompareError when they did and `allow` is
+    false: a difference in their scores would be the data's, not the recipe's. Runs whose
+    report has no identity (older reports) are not counted as different."""
+    digests = {r.label: data_digest(r.report) for r in runs}
+    known = {d for d in digests.values() if d is not None}
+    if len(known) < 2:
+        return False
+    if not allow:
+        shown = ", ".join(f"{label}: {(d or 'unknown')[:12]}" for label, d in digests.items())
+        raise CompareError(
+            "the runs were evaluated on different data (data digests "
+            f"{shown}): the same benchmark name, other documents or cases, so a difference "
+            "would not be the recipe's; pass --allow-different-data (allow_different_data=True) "
+            "to compare them anyway"
+        )
+    return True
+
+
 def compare_reports(
     runs: Sequence[LoadedRun | EvaluationReport],
     baseline: int | str | None = 0,
@@ -273,17 +299,22 @@ def compare_reports(
     alpha: float = 0.05,
     confidence: float = 0.95,
     min_overlap: float = DEFAULT_MIN_OVERLAP,
+    allow_different_data: bool = False,
 ) -> Comparison:
     """Compare every run with the baseline, or every pair when `baseline` is None, on every
     metric (see the module docstring).
 
     Means, CIs, differences and tests use the cases every run has; cases of one run only are
     left out and counted (refused below `min_overlap` of a run's cases). Holm's correction
-    covers every (metric, pair) test of the comparison.
+    covers every (metric, pair) test of the comparison. Runs evaluated on different data
+    (their identities' data digests differ: an edited document or expected answer under the
+    same benchmark name) are refused unless `allow_different_data`; then the comparison says
+    so (`different_data`) in every output.
     """
     loaded = _as_runs(runs)
     if len(loaded) < 2:
         raise CompareError(f"need at least two runs to compare, got {len(loaded)}")
+    different_data = check_same_data(loaded, allow_different_data)
     if resamples < 1:
         raise CompareError(f"resamples must be >= 1, got {resamples}")
     if not 0 < alpha < 1:
@@ -340,6 +371,7 @@ def compare_reports(
             recipe=str(r.report.recipe_manifest.get("name", "?")),
             primary_query_mode=r.report.primary_query_mode or "",
             overrides=r.overrides,
+            data_digest=data_digest(r.report),
             cases=len(overlap.common) + left,
             left_out=left,
             left_out_examples=examples,
@@ -368,4 +400,5 @@ def compare_reports(
         alpha=alpha,
         confidence=confidence,
         comparisons=len(tested),
+        different_data=different_data,
     )

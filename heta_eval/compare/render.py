@@ -96,9 +96,17 @@ def _mean_rows(comparison: Comparison) -> list[list[str]]:
     return rows
 
 
+DIFFERENT_DATA = (
+    "WARNING: the runs were evaluated on different data (--allow-different-data): their "
+    "documents or cases differ, so a difference may be the data's, not the recipe's."
+)
+
+
 def pairing_lines(comparison: Comparison) -> list[str]:
     """What was paired with what: the cases, each run's query modes, what was left out."""
     lines = [f"Cases are paired on (unit, case): {comparison.cases} case(s) are in every run."]
+    if comparison.different_data:
+        lines.insert(0, DIFFERENT_DATA)
     for run, modes in zip(comparison.runs, _run_modes(comparison), strict=True):
         primary = " (its primary mode)" if modes == run.primary_query_mode else ""
         text = f"{run.label}: query mode {modes}{primary}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -40,3 +42,23 @@ def _missing_keys(cfg: Any, prefix: str = "") -> list[str]:
             else:
                 keys.extend(_missing_keys(cfg._get_node(key), f"{dotted}."))
     return keys
+
+
+def check_finite(resolved: Mapping[str, Any]) -> None:
+    """Refuse NaN and infinities anywhere in the resolved config (`k1=nan`, `k1=1e999`):
+    no component argument means them, and they would turn every score into 0.0 or NaN in
+    silence (and be recorded as null). The error names every such key."""
+    bad = [f"{key}: a finite number is required (got {value})" for key, value in _floats(resolved)]
+    if bad:
+        raise ConfigError("\n".join(bad))
+
+
+def _floats(node: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _floats(value, f"{prefix}{key}.")
+    elif isinstance(node, list | tuple):
+        for i, value in enumerate(node):
+            yield from _floats(value, f"{prefix.rstrip('.')}[{i}].")
+    elif isinstance(node, float) and not math.isfinite(node):
+        yield prefix.rstrip("."), node

@@ -1,9 +1,12 @@
 """An LLM judge of generated answers, over any OpenAI-compatible chat endpoint.
 
 The judge asks a model whether the generated answer states the same fact as one of the
-expected answers and expects one word back: CORRECT (1.0) or INCORRECT (0.0). Anything
-else, and an endpoint that keeps failing, gives an *undetermined* score (value None,
-`undetermined=True`) that the summary counts apart and never averages in; the run goes on.
+expected answers and expects one word back: CORRECT (1.0) or INCORRECT (0.0). Any other
+reply gives an *undetermined* score (value None, `undetermined=True`) that the summary counts
+apart and never averages in. An endpoint that cannot be asked (down, 401, a missing key, still
+failing after its retries) raises EndpointError: the metric failed for that case, which the
+runner records as a failed case result, counts in its failure gate and evaluates again on
+resume; it is never a verdict.
 
 Verdicts are cached on disk, one JSON file per sha256 of what determines the verdict
 (endpoint, model, system prompt, rendered prompt, temperature, max_tokens), so a re-run
@@ -144,12 +147,14 @@ class LLMJudge(Evaluator):
     joined with " | "), {answer} (the generated answer) and {context} (the text of the top
     `context_results` retrieved results, cut to `context_chars` characters). The system
     prompt is sent as is (None sends none). The model must reply CORRECT (1.0) or
-    INCORRECT (0.0); another reply or an endpoint that fails after `max_retries` retries
-    gives an undetermined score, never an exception. Cases without expected answers or
-    without a generated answer are skipped without a call.
+    INCORRECT (0.0); another reply gives an undetermined score. An endpoint that fails for
+    good (after `max_retries` retries, or at once for a 4xx such as 401, or a missing key)
+    raises EndpointError: a failed metric for the case, never an undetermined one. Cases
+    without expected answers or without a generated answer are skipped without a call.
 
-    Determined verdicts are cached in `cache_dir` (default: the shared heta_eval cache's
-    `judge/` directory); `details.cached` says whether a verdict came from there. The
+    Determined verdicts are cached in `cache_dir` (default: `judge/` under the run's cache
+    root during a run, following `runner.cache`, else under the shared heta_eval cache);
+    `details.cached` says whether a verdict came from there. The
     constructor does no I/O and needs no API key; only `evaluate()` does. The key is read
     from the environment variable `api_key_env` (None: no Authorization header) and never
     stored. Call `aclose()` before the event loop ends to release HTTP connections.
@@ -311,8 +316,8 @@ class LLMJudge(Evaluator):
             repeated = isinstance(exc, MissingAPIKeyError) and self._key_warned
             self._key_warned = self._key_warned or isinstance(exc, MissingAPIKeyError)
             level = logging.DEBUG if repeated else logging.WARNING
-            log.log(level, "%s: case %s undetermined: %s", self._name, case.case_id, exc)
-            return self._undetermined(str(exc))
+            log.log(level, "%s: case %s failed: %s", self._name, case.case_id, exc)
+            raise
         verdict = parse_verdict(raw)
         if verdict is None:
             log.info("%s: case %s: reply is not a verdict: %.80r", self._name, case.case_id, raw)

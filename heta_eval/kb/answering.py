@@ -114,9 +114,10 @@ class LLMAnswerer:
     The prompt (with `{question}` and `{context}`) is part of the recipe; passages are
     numbered and added until `context_tokens` (approximate tokens) are used; `[n]` markers
     in the answer become citations of those results' ids. Answers are cached on disk by
-    (endpoint, model, prompts, sampling); the key is read from `api_key_env` at call time
-    and never logged or stored. Endpoint failures are retried by the client, then raised
-    (the runner records them on the case).
+    (endpoint, model, prompts, sampling), in `cache_dir` (default: `answers/` under the run's
+    cache root during a run, following `runner.cache`); the key is read from `api_key_env`
+    at call time and never logged or stored. Endpoint failures are retried by the client,
+    then raised (the runner records them on the case).
     """
 
     def __init__(

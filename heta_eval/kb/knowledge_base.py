@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,31 @@ class UnknownQueryModeError(ValueError):
     """A query mode the knowledge base's recipe does not offer."""
 
 
+class EmptyKnowledgeBaseError(ValueError):
+    """No source gave a chunk to index: every case of the unit would score 0 against an
+    empty knowledge base, so the build fails (and nothing is cached)."""
+
+    def __init__(self, sources: int, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        if not sources:
+            message = "nothing to index: the unit has no documents"
+        else:
+            reasons = Counter(why.partition(":")[0] for why in errors.values())
+            shown = "; ".join(f"{n}x {why}" for why, n in reasons.most_common(3))
+            example = next(iter(errors.values()), "")
+            message = f"nothing indexed: none of the {sources} documents gave any text to index" + (
+                f" ({shown}; e.g. {example})" if errors else ""
+            )
+        super().__init__(message[:1500])
+
+
 class KnowledgeBase:
     """An intermediate build product: chunks of the raw sources and one index per query mode.
 
     Create it with `await KnowledgeBase.create(recipe=..., name=..., store=..., sources=...)`.
     A source that cannot be read or parsed is recorded in `manifest().document_errors` and
-    the build goes on with the others.
+    the build goes on with the others; when no source gives a chunk, the build raises
+    EmptyKnowledgeBaseError.
     """
 
     def __init__(
@@ -120,6 +140,8 @@ class KnowledgeBase:
             )
         )
 
+        if not chunks:
+            raise EmptyKnowledgeBaseError(len(sources), errors)
         indexes: dict[str, SearchIndex] = {}
         for mode, builder in recipe.create_index_builders().items():
             t0 = time.perf_counter()

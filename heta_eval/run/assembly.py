@@ -22,9 +22,10 @@ from pydantic import ValidationError
 from heta_eval.config.components import ComponentError, check_arguments, instantiate
 from heta_eval.config.endpoint_keys import missing_endpoint_keys
 from heta_eval.config.env_names import check_env_names
-from heta_eval.config.resolve import ConfigError, resolve_config
+from heta_eval.config.resolve import ConfigError, check_finite, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
 from heta_eval.kb.build_cache import BuildCache
+from heta_eval.kb.parsers.base import not_a_parser
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
@@ -146,7 +147,9 @@ def check_recipe_components(recipe: KnowledgeRecipe) -> None:
     values out of range fail now, naming the key, not as every case failed at build."""
     for key, spec in recipe.component_specs().items():
         _check_arguments(spec, f"recipe.{key}")
-        create_component(f"recipe.{key}", spec)
+        created = create_component(f"recipe.{key}", spec)
+        if key == "parser" and (why := not_a_parser(created)) is not None:
+            raise ConfigError(f"recipe.parser: {why}")
 
 
 def _evaluators(
@@ -222,6 +225,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
     check_env_names(cfg)
     resolved = resolve_config(cfg)
     remember_secrets(interpolated_env_values(cfg))  # masked wherever this process masks
+    check_finite({k: v for k, v in resolved.items() if k != "hydra"})
     absent = [g for g in GROUPS if resolved.get(g) is None]
     if absent:
         raise ConfigError(f"config groups without a selection: {absent}")

@@ -60,6 +60,8 @@ def check_failure_rate(report: EvaluationReport, max_failure_rate: float | None)
     if total == 0 or failed == 0:
         return
     everything = failed == total
+    if not everything:
+        check_failed_metrics(report)
     if not everything and (max_failure_rate is None or failed / total <= max_failure_rate):
         return
     stages = Counter(r.error.stage for r in report.failed_cases if r.error is not None)
@@ -78,6 +80,35 @@ def check_failure_rate(report: EvaluationReport, max_failure_rate: float | None)
         )
     raise FailureRateExceededError(
         f"{head} and the report was still written; most frequent reasons:{reasons}", report
+    )
+
+
+def check_failed_metrics(report: EvaluationReport) -> None:
+    """Raise FailureRateExceededError when a metric raised for a case and scored none (an
+    LLM judge whose endpoint is down or refuses the key, skipped where it does not apply):
+    the run cannot stand for that metric, whatever runner.max_failure_rate says, even when
+    the other metrics scored. Cases that failed before scoring (build, query) do not count
+    against a metric."""
+    own: dict[str, list[str]] = {}  # "{mode}.{metric}" -> its own failures' messages
+    for result in report.failed_cases:
+        assert result.error is not None
+        if result.error.evaluator is not None:
+            key = f"{result.query_mode}.{result.error.evaluator}"
+            own.setdefault(key, []).append(" ".join(result.error.message.split()))
+    dead = [
+        key
+        for key, detail in sorted(report.score_details.items())
+        if key in own and not detail.scored and not detail.undetermined
+    ]
+    if not dead:
+        return
+    causes = Counter(message[:REASON_CHARS] for key in dead for message in own[key])
+    reasons = "".join(f"\n  {n}x {why}" for why, n in causes.most_common(3))
+    raise FailureRateExceededError(
+        f"{', '.join(dead)} failed for every case it applies to (nothing scored, whatever "
+        "runner.max_failure_rate says); the report was still written and the failed cases "
+        f"are evaluated again on the next run; most frequent reasons:{reasons}",
+        report,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -25,6 +26,25 @@ def case_key(result: EvaluationCaseResult) -> CaseKey:
     return (result.unit_id, result.case_id, result.query_mode)
 
 
+_CHAIN = b'{"chain": "'
+_CHAIN_END = len(_CHAIN) + 64 + len(b'", ')
+
+
+def chain_digest(previous: str, payload: bytes) -> str:
+    """The digest of a journal line: sha256 of the line before's digest (the identity for
+    the first line) and the line's own bytes."""
+    return hashlib.sha256(previous.encode("ascii") + b"\n" + payload).hexdigest()
+
+
+def _chained(raw: bytes) -> tuple[str, bytes] | None:
+    """A written line's digest and its payload (the line without it); None when it has no
+    digest in its place."""
+    if not raw.startswith(_CHAIN) or raw[_CHAIN_END - 3 : _CHAIN_END] != b'", ':
+        return None
+    digest = raw[len(_CHAIN) : _CHAIN_END - 3].decode("ascii", "replace")
+    return digest, b"{" + raw[_CHAIN_END:].rstrip(b"\n")
+
+
 class CaseJournal:
     """An append-only JSON-lines file of finished case results and built units.
 
@@ -32,6 +52,10 @@ class CaseJournal:
     finished result on disk; a torn last line (the kill came mid-write) is cut off when the
     journal is read again. The first line names the run's identity; a journal written for
     another identity is never reused.
+
+    Every later line starts with its digest, chained to the line before and so to the
+    identity (`chain_digest`): a line edited, moved or copied in from another journal does
+    not match its digest, is ignored with a warning, and its case is evaluated again.
 
     Only final results are replayed: a result that failed (a build, a query or an evaluator
     raised, often for a reason of the environment: a read-only directory, an endpoint that
@@ -42,24 +66,32 @@ class CaseJournal:
         self.path = path
         self.identity = identity
         self.retried = 0
+        self.rejected = 0
         self._handle: IO[str] | None = None
+        self._last = identity
 
     def read(self) -> tuple[dict[CaseKey, EvaluationCaseResult], dict[str, KnowledgeBaseManifest]]:
         """Final results and unit manifests recorded so far (empty for a new journal)."""
         results: dict[CaseKey, EvaluationCaseResult] = {}
         failed: set[CaseKey] = set()
         units: dict[str, KnowledgeBaseManifest] = {}
+        self._last = self.identity
         if not self.path.is_file():
             return results, units
         good_bytes = 0
+        rejected: list[int] = []
         with self.path.open("rb") as handle:
             for number, raw in enumerate(handle):
+                if not raw.endswith(b"\n"):
+                    break  # every line is written with its newline: this one is torn
                 try:
                     line = json.loads(raw)
                     if number == 0:
                         if line.get("identity") != self.identity:
                             log.warning("%s belongs to another run; starting over", self.path)
                             return {}, {}
+                    elif not self._verified(raw):
+                        rejected.append(number + 1)
                     elif line["kind"] == "case":
                         result = EvaluationCaseResult.model_validate(line["result"])
                         if result.error is None:
@@ -74,17 +106,38 @@ class CaseJournal:
                 except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
                     log.warning("%s: cutting a torn line %d", self.path, number + 1)
                     break
-                if not raw.endswith(b"\n"):
-                    break
                 good_bytes += len(raw)
         with self.path.open("r+b") as handle:
             handle.truncate(good_bytes)
         if good_bytes == 0:
             self.path.unlink()
+            self._last = self.identity
+        if rejected:
+            shown = ", ".join(map(str, rejected[:10])) + (", ..." if len(rejected) > 10 else "")
+            log.warning(
+                "%s: %d line(s) do not match their digest (edited or moved since they were "
+                "written: line %s); their cases are evaluated again",
+                self.path,
+                len(rejected),
+                shown,
+            )
+        self.rejected = len(rejected)
         self.retried = len(failed)
         if failed:
             log.info("resuming: %d failed case results are evaluated again", len(failed))
         return results, units
+
+    def _verified(self, raw: bytes) -> bool:
+        """Whether a line read back carries the digest of its bytes chained to the line
+        before; the chain goes on from its stored digest either way, so that one edited
+        line does not reject the lines after it."""
+        chained = _chained(raw)
+        if chained is None:
+            return False
+        digest, payload = chained
+        ok = digest == chain_digest(self._last, payload)
+        self._last = digest
+        return ok
 
     def _write(self, lines: Iterable[dict]) -> None:
         self._write_lines(json.dumps(line) for line in lines)
@@ -97,8 +150,11 @@ class CaseJournal:
                 self._handle = self.path.open("a", encoding="utf-8")
                 if fresh:
                     self._handle.write(json.dumps({"identity": self.identity}) + "\n")
+                    self._last = self.identity
             for line in lines:
-                self._handle.write(line + "\n")
+                digest = chain_digest(self._last, line.encode("utf-8"))
+                self._handle.write(f'{{"chain": "{digest}", {line[1:]}\n')
+                self._last = digest
             self._handle.flush()
         except OSError as exc:
             # A full disk: name the journal; the lines before stay readable (a torn last

@@ -102,6 +102,13 @@ def check_run_arguments(
     if duplicates:
         raise BenchmarkError(f"evaluator metrics listed twice: {duplicates}")
     modes = settings.query_modes or recipe.query_modes
+    key = "runner.query_modes" if settings.query_modes else "recipe.query_modes"
+    repeated = sorted({m for m in modes if list(modes).count(m) > 1})
+    if repeated:
+        # Each case would be scored once per listing: n doubled in every CI and paired test.
+        raise BenchmarkError(
+            f"{key}: {repeated} listed more than once ({list(modes)}); list each query mode once"
+        )
     unknown = [m for m in modes if m not in recipe.query_modes]
     if unknown:
         raise BenchmarkError(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heta_eval.async_run import run_sync
+from heta_eval.json_cache import run_cache
 from heta_eval.kb import ObjectStore, RawSource
 from heta_eval.kb.build_cache import BuildCache, CacheStats
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
@@ -241,6 +242,21 @@ class UnitEvaluator:
         """Build the unit's KB and evaluate every (case, mode) not already in `done`.
 
         `progress` shows the build's stages and the queries (each query and its scoring)."""
+        # Every cache of the unit's components (answers, verdicts, embeddings) under the
+        # run's cache root, obeying runner.cache; here, so that worker processes and Ray
+        # tasks, which run units through this method too, do the same.
+        with run_cache(self.cache.root, self.cache.mode):
+            return await self._run(plan, sources, kb_name, done, on_result, progress)
+
+    async def _run(
+        self,
+        plan: UnitPlan,
+        sources: Sequence[RawSource],
+        kb_name: str,
+        done: frozenset[CaseKey],
+        on_result: Callable[[EvaluationCaseResult], None] | None,
+        progress: ProgressReporter,
+    ) -> UnitOutcome:
         unit_id = plan.unit.unit_id
         todo = [
             (case, mode)

@@ -39,7 +39,8 @@ class DenseIndex:
     searched exactly (one matrix product); above that an HNSW graph (hnswlib, cosine space)
     with `ann` settings M, ef_construction, ef and seed. `normalize` scales vectors to unit
     length, so that the exact search is cosine (off: inner product). Document embeddings are
-    cached under `cache_dir` (None: `$HETA_EVAL_CACHE/embeddings`, "" or False: no cache).
+    cached under `cache_dir` (None: `{runner.cache_dir}/embeddings` during a run, else
+    `$HETA_EVAL_CACHE/embeddings`; "" or False: no cache).
     `ray` (`RayEncoding` settings: actors, num_cpus, num_gpus, batch_size, address) encodes
     the documents on Ray Data with a pool of encoder actors instead of in this process
     (queries are always encoded here); None: here.

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from heta_eval.json_cache import cache_directory, material_key, read_verified, write_verified
+from heta_eval.json_cache import (
+    cache_directory,
+    cache_reads,
+    cache_writes,
+    material_key,
+    read_verified,
+    write_verified,
+)
 
 log = logging.getLogger(__name__)
 
@@ -23,19 +30,17 @@ class EmbeddingCache:
     A build over the same texts with the same encoder loads the matrix instead of encoding
     again (a sweep over chunk-independent settings, or a changed BM25 half of a hybrid
     recipe, never re-encodes). Writes are atomic; a file that is unreadable or does not match
-    the digest kept beside it (`KEY.npy.sha256`) is a miss.
+    the digest kept beside it (`KEY.npy.sha256`) is a miss. During a run, it lives under the
+    run's cache root unless given a directory, and follows `runner.cache`.
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None) -> None:
         self._setting = directory
-        self._path: Path | None = None
 
     @property
     def directory(self) -> Path:
-        """Where the matrices are (created on first use)."""
-        if self._path is None:
-            self._path = cache_directory(self._setting, "embeddings")
-        return self._path
+        """Where the matrices are now (the run's cache root during a run; created on use)."""
+        return cache_directory(self._setting, "embeddings")
 
     @staticmethod
     def key(identity: Mapping[str, Any], texts: Sequence[str]) -> str:
@@ -43,6 +48,8 @@ class EmbeddingCache:
         return material_key({"encoder": dict(identity), "texts": hashes})
 
     def get(self, key: str, rows: int) -> np.ndarray | None:
+        if not cache_reads():
+            return None
         try:
             data = read_verified(self.directory / f"{key}.npy")
             if data is None:
@@ -57,6 +64,8 @@ class EmbeddingCache:
         return matrix.astype(np.float32, copy=False)
 
     def put(self, key: str, matrix: np.ndarray) -> None:
+        if not cache_writes():
+            return
         try:
             path = self.directory / f"{key}.npy"
         except OSError as exc:

@@ -22,6 +22,16 @@ class Parser(Protocol):
     def parse(self, source: RawSource, data: bytes) -> ParsedSource: ...
 
 
+def not_a_parser(obj: object) -> str | None:
+    """Why `obj` is not a Parser (None when it is one): what it is and what it lacks."""
+    if callable(getattr(obj, "parse", None)):
+        return None
+    return (
+        f"{type(obj).__module__}.{type(obj).__qualname__} is not a parser: it has no "
+        "parse(source, data) method (heta_eval.kb.parsers.base.Parser)"
+    )
+
+
 def decode_text(source: RawSource, data: bytes, encoding: str, errors: str) -> str:
     """Decode bytes, dropping a UTF-8 byte-order mark; errors name the key and byte offset."""
     if data.startswith(codecs.BOM_UTF8) and codecs.lookup(encoding).name == "utf-8":

@@ -6,7 +6,7 @@ import fnmatch
 from collections.abc import Mapping
 
 from heta_eval.kb.documents import ParsedSource, RawSource
-from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE, ParseError, Parser
+from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE, ParseError, Parser, not_a_parser
 from heta_eval.kb.parsers.markup import HtmlParser, MarkdownParser
 from heta_eval.kb.parsers.pdf import PdfParser
 from heta_eval.kb.parsers.plain import PlainTextParser, SegmentsJsonParser
@@ -35,6 +35,10 @@ class MediaTypeParser:
                 "application/pdf": PdfParser(),
                 SEGMENTS_MEDIA_TYPE: SegmentsJsonParser(),
             }
+        for pattern, candidate in parsers.items():
+            why = not_a_parser(candidate)
+            if why is not None:
+                raise TypeError(f"parsers[{pattern!r}]: {why}")
         self.parsers: dict[str, Parser] = dict(parsers)
         self._chosen: dict[str, Parser] = {}  # media type -> the first matching parser
 

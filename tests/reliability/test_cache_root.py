@@ -1,0 +1,71 @@
+"""Every cache of a run lives under its cache root and obeys `runner.cache`.
+
+A real `heta-eval` run with an LLM answerer and an LLM judge served by a local
+OpenAI-compatible server (tests/openai_server.py); the server counts what it was asked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..openai_server import serve_chat
+from .conftest import read_report
+from .processes import run_cli
+
+CASES = 3
+
+
+def _args(base_url: str, *extra: str) -> tuple[str, ...]:
+    return (
+        "tracking=none",
+        "recipe=bm25_llm",
+        f"recipe.answerer.base_url={base_url}",
+        "recipe.answerer.api_key_env=null",
+        "evaluator=llm_judge",
+        f"evaluator.extra.0.base_url={base_url}",
+        "evaluator.extra.0.api_key_env=null",
+        f"runner.limit={CASES}",
+        "runner.resume=false",  # evaluate again: only the caches may spare a request
+        *extra,
+    )
+
+
+def _entries(directory: Path) -> int:
+    return len(list(directory.glob("*.json"))) if directory.is_dir() else 0
+
+
+def test_answers_and_verdicts_are_cached_under_the_run_root_and_obey_runner_cache(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "outputs"
+    shared = tmp_path / "shared-cache"  # $HETA_EVAL_CACHE: downloads only
+    env = {"HETA_EVAL_CACHE": str(shared)}
+    with serve_chat() as server:
+        first = run_cli(root, tmp_path, *_args(server.base_url), **env)
+        assert first.returncode == 0, first.stderr
+        assert server.count == 2 * CASES  # an answer and a verdict per case
+        assert _entries(root / "cache" / "answers") == CASES
+        assert _entries(root / "cache" / "judge") == CASES
+        assert not list(shared.rglob("*.json"))
+
+        cached = run_cli(root, tmp_path, *_args(server.base_url), **env)
+        assert cached.returncode == 0, cached.stderr
+        assert server.count == 2 * CASES  # all from the run's caches
+
+        off = run_cli(root, tmp_path, *_args(server.base_url, "runner.cache=off"), **env)
+        assert off.returncode == 0, off.stderr
+        assert server.count == 4 * CASES  # nothing served from a cache
+
+        # Another cache root: none of the first root's answers or verdicts.
+        other = tmp_path / "other-cache"
+        moved = run_cli(root, tmp_path, *_args(server.base_url, f"runner.cache_dir={other}"), **env)
+        assert moved.returncode == 0, moved.stderr
+        assert server.count == 6 * CASES
+        assert _entries(other / "answers") == CASES and _entries(other / "judge") == CASES
+
+        # read: served from the cache.
+        read = run_cli(root, tmp_path, *_args(server.base_url, "runner.cache=read"), **env)
+        assert read.returncode == 0 and server.count == 6 * CASES, read.stderr
+    report = read_report(off.report_path)
+    assert report.score_details["bm25.llm_judge"].scored == CASES
+    assert not list(shared.rglob("*.json"))
