@@ -19,7 +19,12 @@ from typing import Any
 from omegaconf import DictConfig
 from pydantic import ValidationError
 
-from heta_eval.config.components import ComponentError, check_arguments, instantiate
+from heta_eval.config.components import (
+    ComponentError,
+    check_argument_types,
+    check_arguments,
+    instantiate,
+)
 from heta_eval.config.endpoint_keys import missing_endpoint_keys
 from heta_eval.config.resolve import ConfigError, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
@@ -130,6 +135,7 @@ def _check_arguments(spec: Mapping[str, Any], where: str) -> None:
     """`spec` and the component specs nested in it take the arguments they are given."""
     try:
         check_arguments(spec, where)
+        check_argument_types(spec, where)
     except ComponentError as exc:
         raise ConfigError(str(exc)) from None
     for key, value in spec.items():
