@@ -35,7 +35,7 @@ from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, mi
 from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
-from heta_eval.run.settings import RunnerSettings, resolve_top_k
+from heta_eval.run.settings import RunnerSettings, cap_workers, resolve_top_k
 from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger(__name__)
@@ -224,6 +224,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
         settings = RunnerSettings.model_validate(resolved["runner"])
     except ValidationError as exc:
         raise ConfigError(_describe("runner", exc)) from None
+    settings = cap_workers(settings)
     try:
         check_ray_settings(settings)
     except RayExecutorError as exc:
