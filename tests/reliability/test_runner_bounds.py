@@ -16,8 +16,7 @@ def test_bootstrap_resamples_beyond_the_bound_exit_2_naming_it(tmp_path: Path) -
     done = run_cli(root, tmp_path, "runner.bootstrap_resamples=100000000", timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert (
-        "runner.bootstrap_resamples: Input should be less than or equal to 100000 "
-        "(got 100000000)"
+        "runner.bootstrap_resamples: Input should be less than or equal to 100000 (got 100000000)"
     ) in done.stderr
     assert "Traceback" not in done.stderr
     assert nothing_written(root)
