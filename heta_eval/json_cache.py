@@ -105,6 +105,26 @@ def cache_directory(setting: str | os.PathLike[str] | None, subdir: str) -> Path
     return path
 
 
+_failed_writes: set[tuple[str, int | None]] = set()
+
+
+def _warn_once(path: Path, exc: OSError) -> None:
+    """A cache file that could not be written costs only the reuse: warned once per
+    directory and error (a full disk fails every write after the first), then logged at
+    debug level."""
+    key = (str(path.parent), exc.errno)
+    if key in _failed_writes:
+        log.debug("could not write cache file %s (%s)", path, exc)
+        return
+    _failed_writes.add(key)
+    log.warning(
+        "could not write cache file %s (%s); further failures in %s are not repeated",
+        path,
+        exc,
+        path.parent,
+    )
+
+
 def write_atomically(path: Path, write: Callable[[IO[bytes]], None]) -> bool:
     """Write `path` through a temporary file and a rename; False (and a warning) on failure."""
     tmp: str | None = None
@@ -117,7 +137,7 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None]) -> bool:
         tmp = None
         return True
     except OSError as exc:
-        log.warning("could not write cache file %s (%s)", path, exc)
+        _warn_once(path, exc)
         return False
     finally:
         if tmp is not None:

@@ -217,19 +217,27 @@ class BeirBenchmark(BenchmarkAdapter):
                     f"(not the official BEIR {self.dataset} file)"
                 )
 
-    async def prepare(self, workspace: BenchmarkWorkspace) -> PreparedBenchmark:
-        if self.data_root is not None:
-            root = self.data_root
-        else:
-            from heta_eval.benchmarks.archives import extract_archive
-            from heta_eval.benchmarks.download import cache_dir, fetch_resource
+    def _unpack(self, archive: Path, target: Path, *, fresh: bool) -> Path:
+        """Extract `archive` into `target` (nothing to do when it already holds it). A
+        `fresh` download is checked too (the BEIR layout, the members whose sha256 is
+        known); when it fails that, no `target` is left."""
+        import shutil
 
-            base = cache_dir(self.cache_dir) / "beir"
-            (resource,) = self.resources()
-            archive = fetch_resource(resource, base, offline=workspace.offline)
-            extracted = extract_archive(archive, base / self.dataset.replace("/", "-"))
-            nested = extracted / Path(self.dataset).name
-            root = nested if nested.is_dir() else extracted
+        from heta_eval.benchmarks.archives import extract_archive
+
+        extracted = extract_archive(archive, target)
+        nested = extracted / Path(self.dataset).name
+        root = nested if nested.is_dir() else extracted
+        if fresh:
+            try:
+                self._check_layout(root)
+                self._verify_members(root)
+            except BaseException:
+                shutil.rmtree(extracted, ignore_errors=True)
+                raise
+        return root
+
+    def _check_layout(self, root: Path) -> None:
         for member in ("corpus.jsonl", "queries.jsonl", f"qrels/{self.manifest.split}.tsv"):
             if not (root / member).is_file():
                 where = "benchmark.data_root" if self.data_root is not None else "the download"
@@ -237,6 +245,26 @@ class BeirBenchmark(BenchmarkAdapter):
                     f"{where}: {root / member} not found (BEIR layout: corpus.jsonl, "
                     f"queries.jsonl, qrels/{{split}}.tsv)"
                 )
+
+    async def prepare(self, workspace: BenchmarkWorkspace) -> PreparedBenchmark:
+        if self.data_root is not None:
+            root = self.data_root
+        else:
+            from heta_eval.benchmarks.download import cache_dir, fetch_resource
+
+            base = cache_dir(self.cache_dir) / "beir"
+            target = base / self.dataset.replace("/", "-")
+            (resource,) = self.resources()
+            # The archive is extracted (and its members verified) before it is kept under
+            # its name: an archive that cannot be is never reused.
+            archive = fetch_resource(
+                resource,
+                base,
+                offline=workspace.offline,
+                check=lambda downloaded: self._unpack(downloaded, target, fresh=True),
+            )
+            root = self._unpack(archive, target, fresh=False)
+        self._check_layout(root)
         self._verify_members(root)
         self._root = root
         return PreparedBenchmark(

@@ -16,7 +16,7 @@ import os
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,8 +90,30 @@ def _check(path: Path, resource: BenchmarkResource, size: int, digest: str | Non
     return actual
 
 
-def _verifies(path: Path, resource: BenchmarkResource, *, log: bool = True) -> bool:
-    """Whether `path` is a regular file that passes `verify_file`; logs why when it does not."""
+def _source_record(path: Path) -> Path:
+    """Where the URI a downloaded (or partly downloaded) file came from is recorded."""
+    return path.with_name(f".{path.name.lstrip('.')}.source")
+
+
+def _recorded_source(path: Path) -> str | None:
+    try:
+        return _source_record(path).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def _record_source(path: Path, uri: str) -> None:
+    _source_record(path).write_text(uri + "\n", encoding="utf-8")
+
+
+def _verifies(
+    path: Path, resource: BenchmarkResource, *, log: bool = True, offline: bool = False
+) -> bool:
+    """Whether `path` is a regular file that passes `verify_file`; logs why when it does not.
+
+    A resource without a checksum cannot be verified by content: its file counts only when
+    it was downloaded from the same URI (a file from another `base_url` is not this one);
+    offline, a file put there by hand (no record of its source) counts too."""
     if not path.is_file():
         return False
     try:
@@ -100,6 +122,17 @@ def _verifies(path: Path, resource: BenchmarkResource, *, log: bool = True) -> b
         if log:
             logger.warning("existing file does not verify: %s", error)
         return False
+    if resource.sha256 is None:
+        source = _recorded_source(path)
+        if source != resource.uri and not (offline and source is None):
+            if log:
+                logger.info(
+                    "existing %s came from %s, not %s: downloading it again",
+                    path,
+                    source or "an unknown source",
+                    resource.uri,
+                )
+            return False
     return True
 
 
@@ -130,6 +163,7 @@ def fetch_resource(
     offline: bool = False,
     timeout: float = 60.0,
     progress: bool | None = None,
+    check: Callable[[Path], object] | None = None,
 ) -> Path:
     """Return `directory/resource.name` holding the verified file, downloading it if needed.
 
@@ -141,13 +175,19 @@ def fetch_resource(
     partial file for the next attempt. An exclusive lock on `directory/.{name}.lock` keeps
     concurrent processes from downloading the same file at once.
 
+    `check` (for example extracting an archive) is called with the downloaded file, still
+    under its temporary name, once it verified; if it raises, the file is deleted and the
+    error raised: a file that failed verification or `check` is never kept under its final
+    name, so a later call (with a good URI) downloads it again. A resource without a
+    checksum keeps a partial download only for the URI it came from.
+
     `progress`: show a progress bar (True), log one line at start and end (False), or follow
     the run's progress setting (None: `heta_eval.progress.current()`, which draws bars when
     stderr is a terminal and logs lines otherwise).
     """
     directory = Path(directory)
     final = directory / resource.name
-    if _verifies(final, resource):
+    if _verifies(final, resource, offline=offline):
         return final
     if offline:
         state = "does not match its checksum" if final.exists() else "is missing"
@@ -162,11 +202,20 @@ def fetch_resource(
         if _verifies(final, resource, log=False):
             return final
         part = directory / f".{resource.name}.part"
+        unverifiable = resource.sha256 is None  # only its URI says which file it is
+        if unverifiable:
+            if part.exists() and _recorded_source(part) != resource.uri:
+                # Bytes from another URI (another base_url) are not the start of this file.
+                part.unlink()
+            _record_source(part, resource.uri)
         digest = _download(resource, part, timeout=timeout, progress=progress)
         try:
             digest = _check(part, resource, part.stat().st_size, digest)
-        except ChecksumMismatchError:
+            if check is not None:
+                check(part)
+        except BaseException:
             part.unlink(missing_ok=True)
+            _source_record(part).unlink(missing_ok=True)
             raise
         if resource.sha256 is None:
             if digest is None:
@@ -179,6 +228,10 @@ def fetch_resource(
                 digest,
             )
         os.replace(part, final)
+        if unverifiable:
+            # After the rename: a crash between the two leaves a file downloaded again.
+            _record_source(final, resource.uri)
+            _source_record(part).unlink(missing_ok=True)
         _fsync_directory(directory)
     return final
 

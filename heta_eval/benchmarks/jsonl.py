@@ -7,7 +7,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl, validate_line
+from heta_eval.benchmarks.jsonl_files import (
+    MAX_LINE_BYTES,
+    MAX_NESTING,
+    NESTING_LIMIT,
+    BenchmarkDataError,
+    iter_jsonl,
+    validate_line,
+)
 from heta_eval.benchmarks.jsonl_sources import SourcePolicy, document_source
 from heta_eval.benchmarks.url_guard import private_hosts
 from heta_eval.config.components import instantiate
@@ -66,6 +73,8 @@ class JsonlBenchmark(BenchmarkAdapter):
     `allow_paths_outside_data_dir` lets `path` (and `file:` URIs) name any local file,
     `allow_private_urls` lets `source_uri` name loopback and private addresses: `true` for
     every host, or a list of the host names allowed (as written in the URLs).
+    `max_line_bytes` (64 MiB) and `max_nesting` (100 levels, at most 500) bound each line of
+    both files.
 
     cases.jsonl: `case_id`, `query`, `expected` (`answers`, `evidence` with `reference_id`,
     `locator`, `text`) — or `answers`/`evidence` at the top level — optional `unit_id`,
@@ -93,7 +102,13 @@ class JsonlBenchmark(BenchmarkAdapter):
         slice_by: Sequence[str] = (),
         allow_paths_outside_data_dir: bool = False,
         allow_private_urls: bool | Sequence[str] = False,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_nesting: int = MAX_NESTING,
     ) -> None:
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
+        if not 1 <= max_nesting <= NESTING_LIMIT:
+            raise ValueError(f"max_nesting must be within [1, {NESTING_LIMIT}], got {max_nesting}")
         self.documents_path = Path(documents).expanduser()
         self.cases_path = Path(cases).expanduser()
         self._manifest = BenchmarkManifest(
@@ -108,6 +123,7 @@ class JsonlBenchmark(BenchmarkAdapter):
         self.slice_by = tuple(slice_by)
         self.allow_paths_outside_data_dir = bool(allow_paths_outside_data_dir)
         self.allow_private_urls = private_hosts(allow_private_urls)
+        self._bounds = {"max_line_bytes": max_line_bytes, "max_nesting": max_nesting}
 
     @property
     def manifest(self) -> BenchmarkManifest:
@@ -138,7 +154,7 @@ class JsonlBenchmark(BenchmarkAdapter):
             allow_paths_outside_data_dir=self.allow_paths_outside_data_dir,
             allow_private_urls=self.allow_private_urls,
         )
-        for lineno, raw in iter_jsonl(self.documents_path):
+        for lineno, raw in iter_jsonl(self.documents_path, **self._bounds):
             record = dict(raw)
             unit_id = _unit_id(record, self.documents_path, lineno)
             for field in ("data", "source"):
@@ -157,7 +173,7 @@ class JsonlBenchmark(BenchmarkAdapter):
     def _cases(self) -> tuple[tuple[BenchmarkCase, str | None], ...]:
         rows = []
         seen: dict[str, int] = {}
-        for lineno, raw in iter_jsonl(self.cases_path):
+        for lineno, raw in iter_jsonl(self.cases_path, **self._bounds):
             record = dict(raw)
             unit_id = _unit_id(record, self.cases_path, lineno)
             shorthand = {k: record.pop(k) for k in ("answers", "evidence") if k in record}

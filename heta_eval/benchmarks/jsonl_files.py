@@ -11,16 +11,39 @@ from pydantic import BaseModel, ValidationError
 
 Model = TypeVar("Model", bound=BaseModel)
 
+# Bounds on one line of a JSON Lines file: its bytes (a longer document belongs in a file
+# named by `path`) and how deep its arrays and objects nest (records are a few levels deep;
+# a line nested thousands deep would exhaust the recursion of the parser and every writer).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_NESTING = 100
+NESTING_LIMIT = 500  # the most `max_nesting` may allow: Python's JSON parser stops near 1000
+
 
 class BenchmarkDataError(ValueError):
     """Malformed benchmark data, located by file and line."""
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in `value` (0 for a scalar); no recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def iter_jsonl(
+    path: Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_nesting: int = MAX_NESTING
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a UTF-8 JSONL file.
 
     Lines are read as bytes and decoded one at a time, so a file in another encoding
     (Latin-1, UTF-16) fails naming the line and byte offset of the first undecodable byte.
+    A line longer than `max_line_bytes` (read no further than that) or nested deeper than
+    `max_nesting` levels is refused naming the file, the line and the bound.
     """
     try:
         handle = path.open("rb")
@@ -28,7 +51,14 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise BenchmarkDataError(f"{path}: file not found") from None
     with handle:
         offset = 0
-        for lineno, raw in enumerate(handle, start=1):
+        lineno = 0
+        while raw := handle.readline(max_line_bytes + 1):
+            lineno += 1
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                raise BenchmarkDataError(
+                    f"{path}:{lineno}: line longer than {max_line_bytes} bytes (the bound on "
+                    "a JSON Lines line; put a long document in a file and name it with `path`)"
+                )
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
@@ -46,6 +76,15 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise BenchmarkDataError(
                     f"{path}:{lineno}: invalid JSON at column {exc.colno}: {exc.msg}"
                 ) from None
+            except RecursionError:  # nested deeper than the parser goes
+                depth = max_nesting + 1
+            else:
+                depth = _nesting(value)
+            if depth > max_nesting:
+                raise BenchmarkDataError(
+                    f"{path}:{lineno}: arrays and objects nested more than {max_nesting} levels "
+                    "deep (the bound on a JSON Lines record)"
+                )
             if not isinstance(value, dict):
                 raise BenchmarkDataError(
                     f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}"

@@ -30,11 +30,13 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from hydra.types import RunMode
 
     from heta_eval.cli.console import print_summary
+    from heta_eval.cli.log_files import quiet_failing_log_files
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
     from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
     from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
 
+    quiet_failing_log_files()  # Hydra has set up the job's log file by now
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
     if hydra_cfg is not None:
         scrub_hydra_outputs(cfg, hydra_cfg)

@@ -74,6 +74,79 @@ def check_arguments(spec: Mapping[str, Any], where: str) -> None:
         )
 
 
+def _hints(target: Any) -> dict[str, Any]:
+    """The type hints of `target`'s parameters (its `__init__` for a class); {} when they
+    cannot be resolved."""
+    import typing
+
+    function = target.__init__ if isinstance(target, type) else target
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:  # unresolvable forward references: nothing to check against
+        return {}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_argument_types(spec: Mapping[str, Any], where: str) -> None:
+    """Validate each value of `spec` against the type its `_target_` declares for it (with
+    pydantic, so constrained and annotated types check their values too): `where.KEY`, the
+    value and what is expected, before the component is created. A string where a number
+    is expected is refused, not coerced (the component would get the string)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    hints = _hints(resolve_target(spec["_target_"]))
+    for key, value in spec.items():
+        hint = hints.get(str(key))
+        if hint is None or (isinstance(value, Mapping) and "_target_" in value):
+            continue
+        try:
+            adapter = TypeAdapter(hint)
+        except Exception:  # a type pydantic cannot check (an arbitrary class)
+            continue
+        try:
+            checked = adapter.validate_python(value)
+        except ValidationError as exc:
+            errors = exc.errors()
+            # A check of the value itself (a language, a range) says what is allowed; else
+            # the type's own complaints, after what was expected.
+            own = [
+                e["msg"].removeprefix("Value error, ") for e in errors if e["type"] == "value_error"
+            ]
+            problems = "; ".join(own or dict.fromkeys(e["msg"] for e in errors))
+            expected = "" if own else f" (expected {_shown(hint)})"
+            raise ComponentError(
+                f"{where}.{key}: {value!r:.80} is not accepted by {spec['_target_']}"
+                f"{expected}: {problems}"
+            ) from None
+        if isinstance(value, str) and _is_number(checked):
+            raise ComponentError(
+                f"{where}.{key}: {value!r:.80} is not accepted by {spec['_target_']} "
+                f"(expected {_shown(hint)}, a number, not a string)"
+            )
+
+
+def _shown(hint: Any) -> str:
+    """A type hint as a user reads it: `float`, `str | None`, `'lucene' | 'atire'`."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _shown(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_shown(a) for a in args)
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in args)
+    if hint is type(None):
+        return "null"
+    if isinstance(hint, type) and not args:
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
 def instantiate(spec: Mapping[str, Any], /, **overrides: Any) -> Any:
     """Create the object a `{_target_: ..., **kwargs}` spec describes (Hydra semantics)."""
     from hydra.utils import instantiate as hydra_instantiate

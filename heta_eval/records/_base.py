@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
@@ -18,11 +19,46 @@ class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 
-def check_bare_name(value: str, field: str) -> str:
-    """Refuse file names that are paths (separators, `.`/`..`, NUL) so keys cannot escape."""
-    if "/" in value or "\\" in value or "\x00" in value or value in {".", ".."}:
-        raise ValueError(f"{field} must be a bare file name without path separators, got {value!r}")
+# A file name may have at most this many bytes (UTF-8) on the file systems runs write to.
+MAX_NAME_BYTES = 255
+# Characters that reorder how text is displayed (Trojan Source, CVE-2021-42574): an id that
+# holds one reads as another id in a terminal, a report or the MLflow UI.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def check_plain_id(value: str, field: str) -> str:
+    """Refuse an id with a control character (NUL, newline, tab, ...), a line or paragraph
+    separator or a bidirectional control: it would print as something else, or break the
+    line-oriented files and logs it is written to."""
+    for position, char in enumerate(value):
+        if char in _BIDI_CONTROLS:
+            what = "a bidirectional control character"
+        elif unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            what = "a control character" if char not in "\n\r\u2028\u2029" else "a line break"
+        else:
+            continue
+        raise ValueError(
+            f"{field} must be a plain name: {what} (U+{ord(char):04X}) at position {position} "
+            f"of {value!r:.120}"
+        )
     return value
+
+
+def check_bare_name(value: str, field: str) -> str:
+    """Refuse file names that are paths (separators, `.`/`..`, NUL), longer than a file name
+    may be, or not plain (`check_plain_id`), so keys cannot escape and every name can be
+    stored."""
+    if "/" in value or "\\" in value or value in {".", ".."}:
+        raise ValueError(f"{field} must be a bare file name without path separators, got {value!r}")
+    size = len(value.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise ValueError(
+            f"{field} is {size} bytes long in UTF-8; a file name may have at most "
+            f"{MAX_NAME_BYTES} (got {value!r:.60}...)"
+        )
+    return check_plain_id(value, field)
 
 
 def check_unique(ids: list[str], what: str) -> None:

@@ -8,7 +8,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 
-from heta_eval.records._base import JsonDict, NonEmptyStr, Record, check_bare_name, check_unique
+from heta_eval.records._base import (
+    JsonDict,
+    NonEmptyStr,
+    Record,
+    check_bare_name,
+    check_plain_id,
+    check_unique,
+)
 from heta_eval.redaction import mask_named
 
 BuildScope = Literal["corpus", "case", "group"]
@@ -176,6 +183,11 @@ class BenchmarkCase(Record):
     query: NonEmptyStr
     expected: BenchmarkExpected = Field(default_factory=BenchmarkExpected)
     metadata: JsonDict = Field(default_factory=dict)
+
+    @field_validator("case_id")
+    @classmethod
+    def _plain_id(cls, value: str) -> str:
+        return check_plain_id(value, "case_id")
 
 
 class BenchmarkRunUnit(Record):

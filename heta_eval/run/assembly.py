@@ -19,7 +19,12 @@ from typing import Any
 from omegaconf import DictConfig
 from pydantic import ValidationError
 
-from heta_eval.config.components import ComponentError, check_arguments, instantiate
+from heta_eval.config.components import (
+    ComponentError,
+    check_argument_types,
+    check_arguments,
+    instantiate,
+)
 from heta_eval.config.endpoint_keys import missing_endpoint_keys
 from heta_eval.config.env_names import check_env_names
 from heta_eval.config.resolve import ConfigError, check_finite, resolve_config
@@ -32,7 +37,7 @@ from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, mi
 from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
-from heta_eval.run.settings import RunnerSettings, resolve_top_k
+from heta_eval.run.settings import RunnerSettings, cap_workers, resolve_top_k
 from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger(__name__)
@@ -135,6 +140,7 @@ def _check_arguments(spec: Mapping[str, Any], where: str) -> None:
     """`spec` and the component specs nested in it take the arguments they are given."""
     try:
         check_arguments(spec, where)
+        check_argument_types(spec, where)
     except ComponentError as exc:
         raise ConfigError(str(exc)) from None
     for key, value in spec.items():
@@ -240,6 +246,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
         settings = RunnerSettings.model_validate(resolved["runner"])
     except ValidationError as exc:
         raise ConfigError(_describe("runner", exc)) from None
+    settings = cap_workers(settings)
     try:
         check_ray_settings(settings)
     except RayExecutorError as exc:

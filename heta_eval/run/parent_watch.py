@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from heta_eval.run.process_alive import process_gone
 
 POLL_SECONDS = 1.0
+TERMINATE_SECONDS = 5.0
 
 
 def _watch(run_pid: int, pidfd: int | None) -> None:
@@ -30,13 +31,32 @@ def _watch(run_pid: int, pidfd: int | None) -> None:
     else:
         while not process_gone(run_pid):
             threading.Event().wait(POLL_SECONDS)
-    os._exit(1)
+    _exit_cleanly(1)
+
+
+def _exit_cleanly(status: int) -> None:
+    """End this worker now, after multiprocessing's finalizers: a semaphore the worker made
+    (tqdm's lock, for one) is unlinked, so the resource tracker reports none as leaked."""
+    from multiprocessing import util
+
+    with contextlib.suppress(Exception):
+        util._run_finalizers(0)
+        util._run_finalizers()
+    os._exit(status)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    _exit_cleanly(128 + signum)
 
 
 def die_with_run(run_pid: int) -> None:
     """Pool initializer: exit this worker as soon as the process `run_pid` exits. Ctrl-C is
-    the run's to handle (it stops the pool), not each worker's."""
+    the run's to handle (it stops the pool), not each worker's; SIGTERM ends the worker
+    after multiprocessing's cleanup."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM (from `abandon`, or sent to the run's whole process group) ends the worker at
+    # once, but cleanly.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     pidfd = None
     with contextlib.suppress(OSError, AttributeError):  # Linux >= 5.3 only
         pidfd = os.pidfd_open(run_pid)
@@ -46,9 +66,20 @@ def die_with_run(run_pid: int) -> None:
 
 
 def abandon(pool: ProcessPoolExecutor) -> None:
-    """Stop `pool` without waiting for the units its workers are running."""
+    """Stop `pool` without waiting for the units its workers are running.
+
+    The workers get SIGTERM, on which each exits at once after multiprocessing's cleanup (a
+    worker that does not within `TERMINATE_SECONDS` is killed); then the pool is shut down
+    and waited for, which with its workers gone is at once and closes the pool's queues. So
+    the resource tracker finds no semaphore leaked at exit."""
     # The executor keeps its worker processes in `_processes` (CPython 3.8 to 3.13).
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(OSError, AttributeError):
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(OSError, AttributeError, ValueError):
             process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, AttributeError, ValueError, AssertionError):
+            process.join(timeout=TERMINATE_SECONDS)
+            if process.is_alive():
+                process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)

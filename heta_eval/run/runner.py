@@ -282,6 +282,7 @@ class BenchmarkRunner:
             initializer=die_with_run,  # a killed run leaves no worker behind
             initargs=(os.getpid(),),
         )
+        futures: list[asyncio.Future[UnitOutcome]] = []
         try:
             futures = [
                 loop.run_in_executor(
@@ -307,7 +308,12 @@ class BenchmarkRunner:
                 units.advance()
         except BaseException:
             # Stopped (Ctrl-C, SIGTERM) or failed: units still running are abandoned, not
-            # waited for; what finished is in the journal.
+            # waited for; what finished is in the journal. Their futures are cancelled (and
+            # any error they already hold taken), so asyncio reports none as never retrieved.
+            for future in futures:
+                if future.done() and not future.cancelled():
+                    future.exception()
+                future.cancel()
             abandon(pool)
             raise
         pool.shutdown()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -11,6 +13,12 @@ from heta_eval.records._base import Record
 
 if TYPE_CHECKING:
     from heta_eval.protocol import BenchmarkProtocol
+
+log = logging.getLogger(__name__)
+
+# The Monte Carlo error of a bootstrap bound shrinks as 1/sqrt(resamples) and the time grows
+# with them: at this bound the error is a tenth of the default's; beyond, runs only get slower.
+MAX_BOOTSTRAP_RESAMPLES = 100_000
 
 
 class RunnerSettings(Record):
@@ -28,11 +36,17 @@ class RunnerSettings(Record):
     )
     seed: int = Field(default=0, ge=0, description="seed of case sampling and the bootstrap")
     bootstrap_resamples: int = Field(
-        default=1000, ge=1, description="resamples of the bootstrap confidence intervals"
+        default=1000,
+        ge=1,
+        le=MAX_BOOTSTRAP_RESAMPLES,
+        description="resamples of the bootstrap confidence intervals (at most 100,000)",
     )
     confidence: float = Field(default=0.95, gt=0, lt=1, description="confidence level of CIs")
     workers: int = Field(
-        default=1, ge=1, description="run units evaluated in parallel worker processes"
+        default=1,
+        ge=1,
+        description="run units evaluated in parallel worker processes (at most the CPUs this "
+        "process may use; more is capped, with a warning)",
     )
     executor: Literal["local", "ray"] = Field(
         default="local",
@@ -87,3 +101,31 @@ def resolve_top_k(settings: RunnerSettings, benchmark: BenchmarkProtocol) -> int
     """How deep to retrieve: `runner.top_k`, else the benchmark's scoring policy
     (`default_top_k`). The one place this is decided."""
     return settings.top_k or int(benchmark.default_top_k)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def cap_workers(settings: RunnerSettings) -> RunnerSettings:
+    """`settings` with `workers` at most the CPUs available, saying so when it was more.
+
+    Worker processes beyond the CPUs only compete for them (and each holds a copy of the
+    run's state). A Ray cluster joined by address has CPUs of its own and is left alone."""
+    if settings.executor == "ray" and settings.ray_address is not None:
+        return settings
+    cpus = available_cpus()
+    if settings.workers <= cpus:
+        return settings
+    log.warning(
+        "runner.workers=%d is more than the %d CPU(s) this machine gives the run; using %d "
+        "worker(s)",
+        settings.workers,
+        cpus,
+        cpus,
+    )
+    return settings.model_copy(update={"workers": cpus})

@@ -280,7 +280,18 @@ class TrackerProcess:
                 message = scrub(str(answer["error"]), self._secrets)
                 if op == "init":
                     raise _WorkerGone(f"could not create the tracker ({message})")
-                raise TrackerWorkerError(f"MLflow tracking ({op}) failed: {message}")
+                failed = TrackerWorkerError(f"MLflow tracking ({op}) failed: {message}")
+                if isinstance(answer.get("errno"), int):
+                    # A full disk in the worker is a full disk of the run: said as one, naming
+                    # the file (else the local store's database).
+                    uri = self.uri or ""
+                    where = answer.get("filename") or (
+                        uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else None
+                    )
+                    raise OSError(
+                        answer["errno"], answer.get("strerror") or message, where
+                    ) from failed
+                raise failed
             value = answer.get("value")
         return value
 

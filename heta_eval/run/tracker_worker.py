@@ -114,6 +114,17 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _failure(exc: BaseException, run_id: str | None) -> dict[str, Any]:
+    """The answer for a failed call; an OSError (a full disk) keeps its errno and file, so
+    the run says `cannot write FILE` as it does for its own files."""
+    answer: dict[str, Any] = {"error": _error(exc), "run_id": run_id}
+    if isinstance(exc, OSError) and exc.errno is not None:
+        answer["errno"] = exc.errno
+        answer["strerror"] = exc.strerror
+        answer["filename"] = None if exc.filename is None else str(exc.filename)
+    return answer
+
+
 def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
     op = call["op"]
     if op == "start":
@@ -187,7 +198,7 @@ def main() -> int:
         try:
             value = _call(tracker, json.loads(line), kept)
         except Exception as exc:
-            channel.send({"error": _error(exc), "run_id": tracker.run_id})
+            channel.send(_failure(exc, tracker.run_id))
         else:
             channel.send({"value": value, "run_id": tracker.run_id})
     return 0

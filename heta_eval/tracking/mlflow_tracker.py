@@ -193,6 +193,8 @@ class MlflowTracker:
         self.use_outbox = outbox
         self._entry: OutboxEntry | None = None  # set once the backend failed
         self._started: dict[str, Any] = {}
+        self._silent: Exception | None = None  # why the server did not answer, if it did not
+        self._probed = False
         self._rejected: list[str] = []  # items MLflow would not take (the rest was logged)
         self._reported = 0  # of those, already said
         bounds = (http_max_retries, http_timeout_seconds, http_backoff_factor)
@@ -214,6 +216,19 @@ class MlflowTracker:
                 self._client = open_client(self.uri)
             return self._client
 
+    def _check_server(self) -> None:
+        """Raise, once and for all, when the tracking server (an http(s) URI) does not
+        answer one request within MLflow's request timeout: a server that accepts
+        connections and never answers then costs that timeout (10 s by default), not each
+        request's timeout times its retries; the run's tracking goes to the outbox."""
+        if not self._probed and self.uri.startswith(("http://", "https://")):
+            from heta_eval.tracking.http_bounds import no_answer, request_timeout
+
+            self._probed = True
+            self._silent = no_answer(self.uri, request_timeout())
+        if self._silent is not None:
+            raise self._silent
+
     def connect(self) -> None:
         """Import MLflow and, for a store that exists, open it and find the experiment: most
         of a small run's tracking cost, done while the benchmark loads. A new SQLite store
@@ -225,6 +240,7 @@ class MlflowTracker:
             store = Path(self.uri.removeprefix("sqlite:///"))
             if self.uri.startswith("sqlite:///") and not store.exists():
                 return
+            self._check_server()
             self.experiment_id()
         except Exception as exc:
             log.debug("MLflow not ready yet (%s); start() will try again", exc)
@@ -268,6 +284,7 @@ class MlflowTracker:
         flat = flat_params(config)
         self._started = {"run_name": self.run_name or run_name, "tags": all_tags, "params": flat}
         try:
+            self._check_server()
             run = self.client.create_run(
                 self.experiment_id(), run_name=self.run_name or run_name, tags=all_tags
             )
@@ -295,6 +312,7 @@ class MlflowTracker:
             if run_id.startswith(LOCAL_PREFIX):
                 return False
         try:
+            self._check_server()
             run = self.client.get_run(run_id)
         except Exception as exc:
             if not self.use_outbox or getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":

@@ -17,7 +17,10 @@ from .processes import run_cli
         ("+recipe.chunker.bogus=1", "recipe.chunker.bogus: heta_eval.kb.FixedSizeChunker takes"),
         ("+recipe.indexes.bm25.k=2", "did you mean recipe.indexes.bm25.k1?"),
         ("recipe.indexes.bm25.k1=-1", "recipe.indexes.bm25: cannot create heta_eval.kb.BM25Index"),
-        ("recipe.indexes.bm25.method=nonsense", "unknown BM25 method 'nonsense'"),
+        (
+            "recipe.indexes.bm25.method=nonsense",
+            "recipe.indexes.bm25.method: 'nonsense' is not accepted",
+        ),
         ("runner.seed=-1", "runner.seed: Input should be greater than or equal to 0"),
     ],
 )

@@ -6,7 +6,9 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
 
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import Hits
@@ -20,6 +22,46 @@ _WORDS = re.compile(r"\w\w+").findall
 _ASCII_SPACES = str.maketrans(
     {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
 )
+
+
+# The stopword lists bm25s ships, by the names its tokenizer accepts (a list of words works too).
+STOPWORD_LANGUAGES = (
+    "english", "en", "english_plus", "en_plus", "german", "de", "dutch", "nl", "french", "fr",
+    "spanish", "es", "portuguese", "pt", "italian", "it", "russian", "ru", "swedish", "sv",
+    "norwegian", "no", "chinese", "zh", "turkish", "tr", "korean", "ko", "danish", "da",
+)  # fmt: skip
+
+
+def stemmer_languages() -> list[str]:
+    """The languages PyStemmer (the stemmer bm25s uses) has an algorithm for."""
+    import Stemmer
+
+    return sorted(Stemmer.algorithms())
+
+
+def check_stemmer(value: str) -> str:
+    """`value` if PyStemmer knows it, else ValueError listing the languages it knows."""
+    known = stemmer_languages()
+    if value not in known:
+        raise ValueError(
+            f"{value!r} is not a stemmer language PyStemmer knows; allowed: "
+            f"{', '.join(known)} (or null for no stemming)"
+        )
+    return value
+
+
+def check_stopwords(value: str) -> str:
+    """`value` if bm25s has a stopword list by that name, else ValueError listing them."""
+    if value not in STOPWORD_LANGUAGES:
+        raise ValueError(
+            f"{value!r} is not a stopword list bm25s has; allowed: "
+            f"{', '.join(STOPWORD_LANGUAGES)} (or a list of words, or null for none)"
+        )
+    return value
+
+
+StemmerLanguage = Annotated[str, AfterValidator(check_stemmer)]
+StopwordLanguage = Annotated[str, AfterValidator(check_stopwords)]
 
 
 def split_words(text: str) -> list[str]:
@@ -43,8 +85,8 @@ class BM25Index:
         b: float = 0.75,
         delta: float = 0.5,
         method: Bm25Method = "lucene",
-        stemmer: str | None = "english",
-        stopwords: str | list[str] | None = "en",
+        stemmer: StemmerLanguage | None = "english",
+        stopwords: StopwordLanguage | list[str] | None = "en",
     ) -> None:
         if k1 < 0:
             raise ValueError(f"k1 must be >= 0, got {k1}")
@@ -52,6 +94,10 @@ class BM25Index:
             raise ValueError(f"b must be within [0, 1], got {b}")
         if method not in ("robertson", "lucene", "atire", "bm25l", "bm25+"):
             raise ValueError(f"unknown BM25 method {method!r}")
+        if stemmer is not None:
+            check_stemmer(stemmer)
+        if isinstance(stopwords, str):
+            check_stopwords(stopwords)
         self.k1, self.b, self.delta, self.method = k1, b, delta, method
         self.stemmer = stemmer
         self.stopwords = stopwords
