@@ -30,7 +30,12 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
     from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
-    from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
+    from heta_eval.tracking.sweep import (
+        parent_run_id,
+        read_sweep_id,
+        read_swept_keys,
+        swept_first,
+    )
 
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
     if hydra_cfg is not None:
@@ -50,6 +55,9 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
         job_num = int(hydra_cfg.job.num)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        # What the sweep varies comes first in the run's name (cut at 60 characters).
+        overrides = swept_first(overrides, read_swept_keys(hydra_cfg.sweep.dir))
     report = evaluate(
         components=components,
         overrides=overrides,

@@ -194,6 +194,7 @@ class MlflowTracker:
         self._started: dict[str, Any] = {}
         self._rejected: list[str] = []  # items MLflow would not take (the rest was logged)
         self._reported = 0  # of those, already said
+        self._headline: str | None = None  # the runs table link sorts by it
         bounds = (http_max_retries, http_timeout_seconds, http_backoff_factor)
         for value, variable in zip(bounds, HTTP_SETTINGS.values(), strict=True):
             if value is not None:
@@ -256,6 +257,7 @@ class MlflowTracker:
         config: Mapping[str, Any],
         tags: Mapping[str, str],
         parent_run_id: str | None = None,
+        start_time: float | None = None,
     ) -> None:
         from mlflow.entities import Param
 
@@ -267,10 +269,18 @@ class MlflowTracker:
         flat = flat_params(config)
         self._started = {"run_name": self.run_name or run_name, "tags": all_tags, "params": flat}
         try:
+            # The evaluation's start, not the moment MLflow got the request (a worker that
+            # imports MLflow may create the run seconds after the evaluation began).
             run = self.client.create_run(
-                self.experiment_id(), run_name=self.run_name or run_name, tags=all_tags
+                self.experiment_id(),
+                start_time=None if start_time is None else int(start_time * 1000),
+                run_name=self.run_name or run_name,
+                tags=all_tags,
             )
             self.run_id = run.info.run_id
+            from heta_eval.tracking.stores import remember_store
+
+            remember_store(self.uri)  # for heta-eval-compare and heta-eval-runs to find
             benchmark = benchmark_of(all_tags)
             if benchmark:
                 describe_experiment(self.client, self.experiment_id(), benchmark)
@@ -324,6 +334,7 @@ class MlflowTracker:
             PRIMARY_MODE_TAG: report.primary_query_mode or "",
             HEADLINE_TAG: headline_metric(report) or "",
         }
+        self._headline = tags[HEADLINE_TAG] or None
         if self._entry is None:
             try:
                 self._rejected += log_leniently(
@@ -413,13 +424,21 @@ class MlflowTracker:
             )
         if (self.run_id or "").startswith(LOCAL_PREFIX):
             return f"not uploaded yet (tracking outbox); upload with `{self.sync_command()}`"
-        if self.uri.startswith("sqlite:"):
-            return f"mlflow ui --backend-store-uri {self.uri}  (run {self.run_id})"
+        from heta_eval.tracking.ui_links import open_command, run_url, runs_table_url, ui_base
+
+        command = open_command(self.uri)
         try:
             experiment = self.experiment_id()
         except Exception:  # the server went away after the run; the run id still says it
             return f"{self.uri.rstrip('/')} (run {self.run_id})"
-        return f"{self.uri.rstrip('/')}/#/experiments/{experiment}/runs/{self.run_id}"
+        base = ui_base(self.uri)
+        first = (
+            f"{command}  (run {self.run_id})"
+            if command
+            else run_url(base, experiment, str(self.run_id))
+        )
+        # The runs table itself (MLflow 3 opens an experiment on its GenAI overview).
+        return f"{first}\nruns table: {runs_table_url(base, experiment, self._headline)}"
 
     # -- the outbox ----------------------------------------------------------------------
 

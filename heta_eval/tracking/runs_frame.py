@@ -37,20 +37,35 @@ class RunsError(Exception):
     """The store, experiment or sweep asked for cannot be found."""
 
 
-def resolve_tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str:
+def resolve_tracking_uri(
+    tracking_uri: str | None, root: str | os.PathLike[str] | None = "outputs"
+) -> str:
     """The URI given, else MLFLOW_TRACKING_URI, else the SQLite store `{root}/mlflow.db`
-    that `heta-eval` writes by default (which must exist)."""
+    that `heta-eval` writes by default (which must exist). With `root` None (not chosen by
+    the user) and no `./outputs/mlflow.db`, the store heta-eval wrote to last
+    (`tracking.stores`), said on stderr."""
+    import sys
+
     from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+    from heta_eval.tracking.stores import known_stores
 
     if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"):
         return str(tracking_uri or os.environ["MLFLOW_TRACKING_URI"])
-    store = Path(root).expanduser() / "mlflow.db"
-    if not store.is_file():
-        raise RunsError(
-            f"no MLflow store at {store}: pass the --root that heta-eval wrote to "
-            "(paths.root, default ./outputs) or --tracking-uri"
+    store = Path(root if root is not None else "outputs").expanduser() / "mlflow.db"
+    if store.is_file():
+        return default_tracking_uri(store.parent)
+    recent = known_stores() if root is None else []
+    if recent:
+        print(
+            f"no {store}: reading {recent[0]}, the store heta-eval wrote to last "
+            "(--root or --tracking-uri choose another)",
+            file=sys.stderr,
         )
-    return default_tracking_uri(Path(root).expanduser())
+        return recent[0]
+    raise RunsError(
+        f"no MLflow store at {store}: pass the --root that heta-eval wrote to "
+        "(paths.root, default ./outputs) or --tracking-uri"
+    )
 
 
 def resolve_sweep_id(sweep: str | os.PathLike[str]) -> str:
@@ -101,7 +116,7 @@ def load_runs(
     *,
     sweep_id: str | os.PathLike[str] | None = None,
     tracking_uri: str | None = None,
-    root: str | os.PathLike[str] = "outputs",
+    root: str | os.PathLike[str] | None = "outputs",
     include_sweep_parents: bool = False,
     prefixes: bool = False,
 ) -> Any:

@@ -71,12 +71,19 @@ def summarise_sweep(tracker: Any, sweep_dir: Path, optimized_metric: str | None)
             bound = getattr(score, stat)
             if bound is not None:
                 metrics.append(Metric(f"best/{score.metric}.{stat}", bound, stamp, 0))
+    top = next((b for b in best if b.metric == metric), None)
+    if top is not None:
+        # The parent's own headline cell (`ndcg_at_10`) in the runs table: the best job's.
+        metrics.append(Metric(top.metric, top.value, stamp, 0))
+        for stat in ("ci_low", "ci_high"):
+            bound = getattr(top, stat)
+            if bound is not None:
+                metrics.append(Metric(f"{top.metric}.{stat}", bound, stamp, 0))
     metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
     metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
     for i in range(0, len(metrics), METRICS_PER_BATCH):
         client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
     tags = {HEADLINE_METRIC_TAG: metric or ""}
-    top = next((b for b in best if b.metric == metric), None)
     if top is not None:
         tags[BEST_RUN_TAG] = top.row.run_id
     note = parent.data.tags.get(NOTE_TAG, "")
@@ -101,9 +108,21 @@ def summarise_sweep(tracker: Any, sweep_dir: Path, optimized_metric: str | None)
 
         default = default_tracking_uri(Path.cwd() / "outputs")
         print_sweep_end(rows, metric, run_id, compare_command(run_id, tracker.uri, default))
+        print_ui_links(tracker.uri, parent.info.experiment_id, metric)
     except Exception as exc:  # the summary is logged; a console problem must not undo it
         log.warning("could not print the sweep's table: %s", exc)
     return rows
+
+
+def print_ui_links(uri: str, experiment_id: str, metric: str | None) -> None:
+    """Where to look at the sweep in the MLflow UI: the command that serves it (a local
+    store) and the runs table, best job first."""
+    from heta_eval.tracking.ui_links import open_command, runs_table_url, ui_base
+
+    command = open_command(uri)
+    if command:
+        print(f"MLflow UI: {command}", flush=True)
+    print(f"runs table: {runs_table_url(ui_base(uri), experiment_id, metric)}", flush=True)
 
 
 def child_runs(client: Any, experiment_id: str, run_id: str) -> list[Any]:
