@@ -128,6 +128,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
+        _discard_run_dir(cfg)
         sys.exit(2)
     except OSError as exc:
         if exc.errno not in WRITE_ERRORS:
@@ -152,7 +153,21 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
+        _discard_run_dir(cfg)
         sys.exit(1)
+
+
+def _discard_run_dir(cfg: DictConfig) -> None:
+    """A run refused before it began: no run directory, no empty log (`cli.run_dir`)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from heta_eval.cli.run_dir import discard_unused_run_dir
+
+    try:
+        root = OmegaConf.select(cfg, "paths.root", default=None)
+        discard_unused_run_dir(HydraConfig.get().runtime.output_dir, root)
+    except Exception as exc:  # the error being reported says more than this one
+        log.debug("run directory left in place: %s", exc)
 
 
 # Hydra's flags after which no run follows: no tracker worker is started early for them.
