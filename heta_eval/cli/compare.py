@@ -156,7 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     console = Console()
     if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+        # Piped: $COLUMNS, else 120 (the tables are made to fit 120 columns).
+        import os
+
+        console = Console(width=int(os.environ.get("COLUMNS") or 120))
     try:
         code = run(args, console)
     except CompareError as exc:

@@ -228,12 +228,24 @@ def default_columns(frame: Any) -> list[str]:
         for c in params
         if not c.removeprefix("params.").startswith(_LOCATION_PARAMS)
         and not c.endswith("description")
+        and not _is_location_column(frame, c)
         and frame[c].astype(str).nunique(dropna=False) > 1
     ]
     overridden = [c for c in _overridden(frame) if c in varying]
     shown = overridden or varying[:MAX_VARYING]
     wanted = ["run_name", "status", *shown, *headline, "cases.failed"]
+    if headline:
+        frame.attrs["headline_column"] = headline[0]  # shown whatever the width
     return [c for c in wanted if c in frame.columns]
+
+
+def _is_location_column(frame: Any, column: str) -> bool:
+    """A param saying where something is (`benchmark.data_root`, a path or URI value)."""
+    from heta_eval.tracking.naming import is_location
+
+    key = column.removeprefix("params.")
+    values = frame[column].dropna().astype(str)
+    return is_location(key, "") or any(is_location(key, v) for v in values.head(50))
 
 
 def select_columns(frame: Any, patterns: Sequence[str]) -> list[str]:
