@@ -249,7 +249,7 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
     proc = compare_cli(str(full_dir), str(hybrid_dir), "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith(
-        "heta-eval-compare: only 12 of the 48 cases of run 'recipe=bm25 runner.limit=null' are "
+        "heta-eval-compare: only 12 of the 48 cases of run 'recipe=bm25 limit=null' are "
         "in every compared run (25%, below --min-overlap 0.5); 36 would be left out"
     )
     proc = compare_cli(

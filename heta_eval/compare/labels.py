@@ -104,8 +104,11 @@ def _differing(keys: Sequence[str], values: Sequence[Mapping[str, str]]) -> list
 def short_keys(keys: Sequence[str]) -> dict[str, str]:
     """Each key by its last part where no other key shares it (`recipe.chunk_size` is
     `chunk_size`; `recipe.indexes.bm25.k1` and `recipe.indexes.dense.k1` stay whole); a
-    config group (`recipe`) keeps its name."""
-    tails = {k: k.rsplit(".", 1)[-1] for k in keys}
+    config group (`recipe`) keeps its name, and a group's `name` is the group's
+    (`recipe.name` is `recipe`, as in `recipe=bm25`)."""
+    tails = {
+        k: k.removesuffix(".name") if k.endswith(".name") else k.rsplit(".", 1)[-1] for k in keys
+    }
     counts: dict[str, int] = {}
     for tail in tails.values():
         counts[tail] = counts.get(tail, 0) + 1

@@ -80,10 +80,13 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
         label, _, value = slice_key.partition("=")
         for key, mean in sorted(summary.items()):
             metrics.append((slice_metric_name(label, value, metric_name(key)), mean, 0))
-    for step, kb in enumerate(report.knowledge_base_manifests):
+    # A reused result built, cached and resumed nothing in this run: the original run's
+    # build times and cache counts are not logged again as this run's.
+    reused = report.run.reused_from is not None
+    for step, kb in enumerate([] if reused else report.knowledge_base_manifests):
         metrics.append(("kb.build_seconds", kb.build_seconds, step))
         metrics.append(("kb.chunks", float(kb.counts.get("chunks", 0)), step))
-    if report.knowledge_base_manifests:
+    if report.knowledge_base_manifests and not reused:
         total = sum(kb.build_seconds for kb in report.knowledge_base_manifests)
         metrics.append(("kb.build_seconds_total", total, 0))
     for mode in report.query_modes:
@@ -100,19 +103,35 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
                 (metric_name(f"{mode}.latency_p95_seconds"), _percentile(latencies, 95), 0)
             )
     for name, value in sorted(report.run.cache.items()):
-        if isinstance(value, int | float):
+        if isinstance(value, int | float) and not reused:
             metrics.append((f"cache.{name}", float(value), 0))
-    metrics.append(("cases.resumed", float(report.run.resumed_cases), 0))
+    metrics.append(("cases.resumed", 0.0 if reused else float(report.run.resumed_cases), 0))
+    metrics.append(("run.reused", float(reused), 0))
     failed = sum(1 for r in report.case_results if r.error is not None)
     metrics.append(("cases.evaluated", float(len(report.case_results)), 0))
     metrics.append(("cases.failed", float(failed), 0))
     return metrics
 
 
+NOT_SCORED = "not_scored"  # case table column: `metric: reason` for each metric left empty
+
+
+def _not_scored(result: Any, metrics: list[str]) -> str:
+    """Why a case has empty metric cells: `metric: reason` for each, `; `-separated."""
+    reasons = []
+    for item in result.scores:
+        if item.name in metrics and item.value is None:
+            why = item.skipped_reason or ("undetermined" if item.undetermined else "not scored")
+            reasons.append(f"{item.name}: {why}")
+    return "; ".join(reasons)
+
+
 def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
     """Per-case results as columns: ids, query, slice labels (`label_<name>`), one column per
-    metric, latency, error, the answer given and the top retrieved documents; every name one
-    that MLflow's table viewer shows (`naming.table_column`)."""
+    metric, why a metric cell is empty (`not_scored`), latency, error, the answer given and
+    the top retrieved documents; every name one that MLflow's table viewer shows
+    (`naming.table_column`). The primary query mode's rows come first; a metric that was
+    not scored is an empty cell (not the text `null`)."""
     metrics = list(report.run.evaluators)
     labels = sorted({k for r in report.case_results for k in r.labels})
     answers = any(r.answer is not None for r in report.case_results)
@@ -123,12 +142,15 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         "query": [],
         **{f"label_{k}": [] for k in labels},
         **{m: [] for m in metrics},
+        NOT_SCORED: [],
         "latency_seconds": [],
         "error": [],
         **({"answer": []} if answers else {}),
         "top_documents": [],
     }
-    for result in report.case_results:
+    primary = report.primary_query_mode
+    results = sorted(report.case_results, key=lambda r: r.query_mode != primary)
+    for result in results:
         columns["case_id"].append(result.case_id)
         columns["unit_id"].append(result.unit_id)
         columns["query_mode"].append(result.query_mode)
@@ -136,7 +158,9 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         for k in labels:
             columns[f"label_{k}"].append(result.labels.get(k))
         for m in metrics:
-            columns[m].append(result.score(m))
+            value = result.score(m)
+            columns[m].append("" if value is None else value)
+        columns[NOT_SCORED].append(_not_scored(result, metrics))
         columns["latency_seconds"].append(result.latency_seconds)
         columns["error"].append(
             None if result.error is None else f"{result.error.error_type}: {result.error.message}"
