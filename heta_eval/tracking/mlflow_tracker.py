@@ -67,10 +67,27 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
+HEADLINE_SECTION = "Headline"
+
+
+def headline_section(
+    headline: str | None, values: Mapping[str, float]
+) -> list[tuple[str, float, int]]:
+    """The headline score and its CI bounds again as `Headline/ndcg_at_10`, ...: MLflow's
+    chart view groups charts by the key's prefix before `/` and orders the groups by name
+    (the prefix-less metrics last), so a capitalised `Headline` group comes first."""
+    if not headline:
+        return []
+    names = [headline, f"{headline}.ci_low", f"{headline}.ci_high"]
+    return [(f"{HEADLINE_SECTION}/{n}", float(values[n]), 0) for n in names if n in values]
+
+
 def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     """(MLflow metric name, value, step) for everything numeric a run should show."""
     metrics = [(metric_name(k), v, 0) for k, v in sorted(report.score_summary.items())]
-    metrics += [(name, value, 0) for name, value in headline_metrics(report)]
+    headlines = headline_metrics(report)
+    metrics += [(name, value, 0) for name, value in headlines]
+    metrics += headline_section(headline_metric(report), dict(headlines))
     for key, detail in sorted(report.score_details.items()):
         for stat in ("scored", "skipped", "undetermined", "failed", "std", "ci_low", "ci_high"):
             value = getattr(detail, stat)

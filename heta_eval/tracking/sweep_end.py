@@ -75,10 +75,17 @@ def summarise_sweep(tracker: Any, sweep_dir: Path, optimized_metric: str | None)
     if top is not None:
         # The parent's own headline cell (`ndcg_at_10`) in the runs table: the best job's.
         metrics.append(Metric(top.metric, top.value, stamp, 0))
+        values = {top.metric: top.value}
         for stat in ("ci_low", "ci_high"):
             bound = getattr(top, stat)
             if bound is not None:
                 metrics.append(Metric(f"{top.metric}.{stat}", bound, stamp, 0))
+                values[f"{top.metric}.{stat}"] = bound
+        # The Headline chart group, first in MLflow's chart view, as each job has it.
+        from heta_eval.tracking.mlflow_tracker import headline_section
+
+        for name, value, step in headline_section(top.metric, values):
+            metrics.append(Metric(name, value, stamp, step))
     metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
     metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
     for i in range(0, len(metrics), METRICS_PER_BATCH):
