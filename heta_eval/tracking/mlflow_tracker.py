@@ -29,6 +29,8 @@ from heta_eval.tracking.outbox import LOCAL_PREFIX, Outbox, OutboxEntry
 
 log = logging.getLogger(__name__)
 CASE_TABLE = "case_results.json"
+RUN_DIR_PARAM = "runner.output_dir"  # logged as the tag RUN_DIR_TAG, not as a param
+RUN_DIR_TAG = "heta_eval.run_dir"
 TOP_DOCUMENTS = 5  # distinct retrieved document ids shown per case in the table
 # A dataset inserted by a concurrent run: PostgreSQL, SQLite and MySQL's words for it.
 DUPLICATE_KEY_MARKERS = (
@@ -308,6 +310,11 @@ class MlflowTracker:
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         flat = flat_params(config)
+        # The run's own directory differs for every run: as a param it would be what MLflow's
+        # comparison page finds to differ first. Where a run wrote is a tag.
+        run_dir = flat.pop(RUN_DIR_PARAM, None)
+        if run_dir and run_dir != "null":
+            all_tags[RUN_DIR_TAG] = run_dir
         self._started = {"run_name": self.run_name or run_name, "tags": all_tags, "params": flat}
         try:
             # The evaluation's start, not the moment MLflow got the request (a worker that
