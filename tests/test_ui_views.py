@@ -111,6 +111,9 @@ def test_params_are_yaml_values(sweep: dict[str, Any]) -> None:
     assert params["recipe.chunk_size"] == "null"
     assert params["recipe.query_modes"] == "[bm25]"
     assert "True" not in params.values() and "False" not in params.values()
+    # The run's own directory is where it wrote, a tag: not a param that differs every run.
+    assert "runner.output_dir" not in params
+    assert Path(sweep["children"][0].data.tags["heta_eval.run_dir"]).is_dir()
 
 
 def test_the_runs_table_url_is_printed(sweep: dict[str, Any]) -> None:
@@ -199,6 +202,23 @@ def test_invalid_configuration_exits_2_and_writes_nothing(
     assert proc.returncode == 2, proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert not root.exists(), sorted(str(p) for p in root.rglob("*"))
+
+
+def test_a_search_for_a_score_the_run_does_not_produce_stops_before_trial_0(
+    tmp_path: Path,
+) -> None:
+    env = user_env(COLUMNS=str(WIDTH), PYTHONWARNINGS="ignore::DeprecationWarning")
+    root = tmp_path / "outputs"
+    proc = _run(
+        tmp_path,
+        env,
+        *("-m", "heta_eval", "-m", f"paths.root={root}", "hparams_search=bm25_optuna"),
+        *("optimized_metric=bm25.ndcg@100", "hydra.sweeper.n_trials=2"),
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "invalid configuration of the search; no trial was run" in proc.stderr
+    assert "'bm25.ndcg@10'" in proc.stderr  # what to choose instead
+    assert "Traceback" not in proc.stderr and not root.exists()
 
 
 def test_every_shipped_recipe_reaches_mlflow_whole(tmp_path: Path, caplog: Any) -> None:

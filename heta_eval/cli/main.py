@@ -68,9 +68,14 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     job = None
     if job_num is not None:
         from heta_eval.config.secrets import mask_override
-        from heta_eval.tracking.naming import evaluated_overrides
+        from heta_eval.tracking.naming import evaluated_overrides, is_location, plain_override
 
-        shown = " ".join(mask_override(o) for o in evaluated_overrides(overrides))
+        kept = [
+            plain_override(o)
+            for o in evaluated_overrides(overrides)
+            if not is_location(*plain_override(o).partition("=")[::2])
+        ]
+        shown = " ".join(mask_override(o) for o in kept)
         shown = shown or "no overrides"
         job = f"job #{job_num}: {shown}"
     print_summary(report, job)
