@@ -61,9 +61,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning", COLUMNS="120")
     with mlflow_server(f"sqlite:///{tmp / 'server.db'}", tmp / "artifacts", env) as url:
         env = {**env, "MLFLOW_TRACKING_URI": url}
+        sweep = ("-m", f"paths.root={tmp / 'o'}", "recipe.chunk_size=null,128")
         proc = subprocess.run(
-            [sys.executable, "-m", "heta_eval", "-m", f"paths.root={tmp / 'o'}"]
-            + ["recipe.chunk_size=null,128"],
+            [sys.executable, "-m", "heta_eval", *sweep],
             cwd=tmp,
             env=env,
             capture_output=True,
