@@ -129,6 +129,11 @@ def pairing_lines(comparison: Comparison) -> list[str]:
         lines.append("Every pair of runs is tested (Δ = first - second of the pair).")
     else:
         lines.append(f"Every run is tested against the baseline, {comparison.baseline}.")
+    lines.append(
+        f"CIs: {comparison.resamples:,} bootstrap resamples (seed {comparison.seed}) over the "
+        "paired cases; a run's own summary resamples all its cases runner.bootstrap_resamples "
+        "times, so its CI may differ in the last digit (--resamples/--seed choose)."
+    )
     return lines
 
 
