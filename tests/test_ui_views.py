@@ -287,3 +287,15 @@ def test_a_reused_result_is_said_and_logs_none_of_the_originals_costs(tmp_path: 
         if line.startswith("html report: ")
     )
     assert "Reused result" in html and runs[0].info.run_id in html
+
+
+def test_info_fits_120_columns(tmp_path: Path) -> None:
+    env = user_env(COLUMNS=str(WIDTH))
+    proc = _run(tmp_path, env, "-m", "heta_eval.cli.info")
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) <= WIDTH
+    # A long description goes on under its own start, not past the width.
+    lines = proc.stdout.splitlines()
+    judge = next(i for i, line in enumerate(lines) if line.startswith("  llm_judge "))
+    start = lines[judge].index("The benchmark's")
+    assert lines[judge + 1][:start].isspace() and lines[judge + 1][start] != " "
