@@ -264,8 +264,8 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
     assert proc.returncode == 0, proc.stderr
     numbers = json.loads((tmp_path / "sub" / "comparison.json").read_text())
     assert [r["label"] for r in numbers["runs"]] == [
-        "recipe=bm25 runner.limit=null",
-        "recipe=hybrid runner.limit=12",
+        "recipe=bm25 limit=null",
+        "recipe=hybrid limit=12",
     ]
     assert [(r["cases"], r["left_out"]) for r in numbers["runs"]] == [(48, 36), (12, 0)]
     assert numbers["cases"] == 12 and "of its 48 cases are not in every run" in proc.stdout

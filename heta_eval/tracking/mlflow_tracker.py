@@ -17,9 +17,9 @@ from heta_eval.tracking.naming import (
     HEADLINE_TAG,
     PRIMARY_MODE_TAG,
     benchmark_dataset,
-    flat_params,
     headline_metric,
     headline_metrics,
+    logged_params,
     metric_name,
     run_params,
     slice_metric_name,
@@ -29,8 +29,6 @@ from heta_eval.tracking.outbox import LOCAL_PREFIX, Outbox, OutboxEntry
 
 log = logging.getLogger(__name__)
 CASE_TABLE = "case_results.json"
-RUN_DIR_PARAM = "runner.output_dir"  # logged as the tag RUN_DIR_TAG, not as a param
-RUN_DIR_TAG = "heta_eval.run_dir"
 TOP_DOCUMENTS = 5  # distinct retrieved document ids shown per case in the table
 # A dataset inserted by a concurrent run: PostgreSQL, SQLite and MySQL's words for it.
 DUPLICATE_KEY_MARKERS = (
@@ -102,8 +100,9 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     # A reused result built, cached and resumed nothing in this run: the original run's
     # build times and cache counts are not logged again as this run's.
     reused = report.run.reused_from is not None
-    for step, kb in enumerate([] if reused else report.knowledge_base_manifests):
-        metrics.append(("kb.build_seconds", kb.build_seconds, step))
+    for step, kb in enumerate(report.knowledge_base_manifests):
+        if not reused:
+            metrics.append(("kb.build_seconds", kb.build_seconds, step))
         metrics.append(("kb.chunks", float(kb.counts.get("chunks", 0)), step))
     if report.knowledge_base_manifests and not reused:
         total = sum(kb.build_seconds for kb in report.knowledge_base_manifests)
@@ -309,12 +308,8 @@ class MlflowTracker:
         all_tags = context_tags(tags)  # as mlflow.start_run would: user, source, git
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        flat = flat_params(config)
-        # The run's own directory differs for every run: as a param it would be what MLflow's
-        # comparison page finds to differ first. Where a run wrote is a tag.
-        run_dir = flat.pop(RUN_DIR_PARAM, None)
-        if run_dir and run_dir != "null":
-            all_tags[RUN_DIR_TAG] = run_dir
+        flat, where = logged_params(config)  # the run's directory is a tag
+        all_tags.update(where)
         self._started = {"run_name": self.run_name or run_name, "tags": all_tags, "params": flat}
         try:
             # The evaluation's start, not the moment MLflow got the request (a worker that

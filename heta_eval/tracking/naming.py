@@ -244,6 +244,20 @@ def flat_params(config: Mapping[str, Any]) -> dict[str, str]:
     return {key: param_value(value) for key, value in flatten(mask_secrets(config))}
 
 
+RUN_DIR_PARAM = "runner.output_dir"  # logged as the tag RUN_DIR_TAG, not as a param
+RUN_DIR_TAG = "heta_eval.run_dir"
+
+
+def logged_params(config: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """(params, tags) a run logs for its resolved config: `flat_params`, except the run's own
+    directory, which differs for every run (as a param, MLflow's comparison page would show
+    it first as what differs): it is the tag `heta_eval.run_dir`."""
+    params = flat_params(config)
+    run_dir = params.pop(RUN_DIR_PARAM, None)
+    tags = {RUN_DIR_TAG: run_dir} if run_dir and run_dir != "null" else {}
+    return params, tags
+
+
 # -- what a run evaluated, named the same way for every recipe ------------------------------
 
 PRIMARY_MODE_TAG = "heta_eval.primary_query_mode"
