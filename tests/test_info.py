@@ -49,13 +49,18 @@ def _option_lines(stdout: str, group: str) -> dict[str, str]:
     """`name -> description` of the options listed under `group`'s heading."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.split(" (default")[0] == group)
-    options = {}
+    options: dict[str, str] = {}
+    name = ""
     for line in lines[start + 1 :]:
         if not line.strip():
             break
         if line.startswith("  ") and not line.startswith("    "):
             name, _, description = line.strip().partition(" ")
             options[name] = description.strip()
+        elif name and len(line) - len(line.lstrip()) > 4:  # a description wrapped at 120
+            options[name] += " " + line.strip()
+        else:
+            name = ""
     return options
 
 

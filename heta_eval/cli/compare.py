@@ -110,15 +110,16 @@ def _log_to_sweeps(runs: list[LoadedRun], paths: dict[str, Path], uri: str | Non
 
     from heta_eval.compare.loading import default_tracking_uri
 
-    sweeps = list(dict.fromkeys(r.sweep_run_id for r in runs if r.sweep_run_id))
-    client = MlflowClient(tracking_uri=uri or default_tracking_uri())
-    for sweep in sweeps:
+    sweeps = {r.sweep_run_id: r.tracking_uri for r in runs if r.sweep_run_id}
+    for sweep, found_in in sweeps.items():
+        # The store the sweep's runs were read from (found among the known stores if need be).
+        client = MlflowClient(tracking_uri=uri or found_in or default_tracking_uri())
         try:
             for path in paths.values():
                 client.log_artifact(sweep, str(path))
         except Exception as exc:  # the outputs are written; say why MLflow did not get them
             raise CompareError(f"could not log to MLflow run {sweep}: {exc}") from None
-    return sweeps
+    return list(sweeps)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -208,7 +209,10 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     console = Console()
     if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+        # Piped: $COLUMNS, else 120 (the tables are made to fit 120 columns).
+        import os
+
+        console = Console(width=int(os.environ.get("COLUMNS") or 120))
     try:
         code = run(args, console)
     except CompareError as exc:

@@ -6,8 +6,9 @@ for three cases, all raised before or around the run itself:
 
 - a file or directory that cannot be written (full disk, read-only directory, no
   permission): `cannot write PATH: reason`, exit 1, as a run says it;
-- an override of a key the configuration does not have (`runner.topk=5`): the nearest keys,
-  exit 2 like every invalid configuration;
+- an override of a key the configuration does not have (`runner.topk=5`, `top_k=5`): the
+  nearest keys, exit 2 like every invalid configuration;
+- an option a config group does not have (`recipe=bm52`): the nearest options, exit 2;
 - a launcher or sweeper whose Hydra plugin is not installed: the extra to install, exit 2.
 
 Anything else goes to Hydra's own reporting, unchanged.
@@ -58,8 +59,29 @@ def describe_write_error(exc: OSError) -> str:
     )
 
 
+def _dotted_keys(node: Any, prefix: str = "", depth: int = 0) -> list[str]:
+    """Every key path of a config node (`runner.top_k`), nested mappings walked."""
+    from omegaconf import DictConfig
+
+    found: list[str] = []
+    if not isinstance(node, DictConfig) or depth > 6:
+        return found
+    for key in node:
+        path = f"{prefix}{key}"
+        found.append(path)
+        try:
+            child = node._get_node(key)  # the node itself: no interpolation resolved
+        except Exception:
+            continue
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            found += _dotted_keys(child, f"{path}.", depth + 1)
+    return found
+
+
 def nearest_keys(exc: BaseException) -> str | None:
-    """For an override of a key the config lacks: `did you mean ...?`, or None."""
+    """For an override of a key the config lacks: `did you mean ...?`, or None. Near names
+    at the same level come first; a key given without its group (`top_k=5`) finds the
+    settings that end with it anywhere (`runner.top_k`)."""
     cause = exc.__cause__
     full_key = getattr(cause, "full_key", None)
     parent = getattr(cause, "parent_node", None)
@@ -71,11 +93,40 @@ def nearest_keys(exc: BaseException) -> str | None:
     except Exception:  # not a mapping: nothing to suggest from
         return None
     prefix = full_key[: len(full_key) - len(str(key))]
-    near = difflib.get_close_matches(str(key), keys, n=3, cutoff=0.6)
+    near = [prefix + n for n in difflib.get_close_matches(str(key), keys, n=3, cutoff=0.6)]
+    if not near:
+        try:
+            root = parent._get_root()
+            everywhere = [k for k in _dotted_keys(root) if not k.startswith("hydra.")]
+        except Exception:
+            everywhere = []
+        tails = {k: k.rsplit(".", 1)[-1] for k in everywhere if k.startswith(prefix)}
+        near = [k for k, tail in tails.items() if tail == str(key)][:3]
+        if not near:
+            wanted = str(key).rsplit(".", 1)[-1]
+            close = set(difflib.get_close_matches(wanted, set(tails.values()), n=3, cutoff=0.75))
+            near = [k for k, tail in tails.items() if tail in close][:3]
     if near:
-        return f"{full_key}: no such key; did you mean {', '.join(prefix + n for n in near)}?"
+        return f"{full_key}: no such key; did you mean {', '.join(near)}?"
     shown = ", ".join(sorted(keys))
     return f"{full_key}: no such key; {prefix.rstrip('.') or 'the config'} has: {shown}"
+
+
+def nearest_option(exc: BaseException) -> str | None:
+    """For a config group option that does not exist (`recipe=bm52`): the nearest options
+    and all of them, or None."""
+    text = str(exc)
+    match = re.search(r"Could not find '([^']+)'", text)
+    if match is None:
+        return None
+    group, _, choice = match.group(1).rpartition("/")
+    listed = text.split("Available options", 1)[-1] if "Available options" in text else ""
+    options = re.findall(r"^\t(\S+)$", listed.split("Config search path", 1)[0], re.M)
+    if not group or not options:
+        return None
+    near = difflib.get_close_matches(choice, options, n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(f'{group}={n}' for n in near)}?" if near else ""
+    return f"{group}={choice}: no such {group}{hint}\n{group} options: {', '.join(options)}"
 
 
 def missing_plugin(exc: BaseException) -> str | None:
@@ -108,7 +159,7 @@ def _guarded(func: Callable[[], Any]) -> Callable[[], Any]:
         try:
             return func()
         except MissingConfigException as exc:
-            hint = missing_plugin(exc)
+            hint = missing_plugin(exc) or nearest_option(exc)
             if hint is None:
                 raise
             _report(hint, 2, invalid=True)

@@ -319,6 +319,7 @@ def render(config_dir: Path, overrides: Sequence[str] = ()) -> str:
     defaults = _defaults(config_dir)
     options = collect(config_dir, folders)
     width = max(len(o.name) for o, _ in options) + 2
+    columns = _columns()
     lines = [
         f"heta-eval {__version__}: choose an option with GROUP=NAME, e.g. "
         "heta-eval benchmark=sample_units recipe=bm25_fusion",
@@ -336,13 +337,39 @@ def render(config_dir: Path, overrides: Sequence[str] = ()) -> str:
             text = option.description + (f"  [{option.needs}]" if option.needs else "")
             if not folder.bundled:
                 text += f"  [from {folder.entry}]"
-            lines.append(f"  {option.name:<{width}}{text}")
+            lines += _wrapped(f"  {option.name:<{width}}", text, columns)
         if group == "runner":
             settings = _runner_settings(config_dir / "runner" / "default.yaml")
             key_width = max(len(key) for key, _ in settings) + 2
             for key, comment in settings:
-                lines.append(f"    {key:<{key_width}}{comment}")
+                lines += _wrapped(f"    {key:<{key_width}}", comment, columns)
     return "\n".join(lines)
+
+
+def _wrapped(head: str, text: str, columns: int) -> list[str]:
+    """`head` + `text` within `columns` characters, continued under the text's start."""
+    import textwrap
+
+    if len(head) + len(text) <= columns:
+        return [head + text]
+    return textwrap.wrap(
+        text,
+        width=columns,
+        initial_indent=head,
+        subsequent_indent=" " * len(head),
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def _columns() -> int:
+    """The terminal's width, else $COLUMNS, else 120."""
+    import os
+    import shutil
+
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((120, 24)).columns
+    return int(os.environ.get("COLUMNS") or 120)
 
 
 def _parser() -> argparse.ArgumentParser:

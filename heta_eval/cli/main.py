@@ -34,7 +34,12 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
     from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
-    from heta_eval.tracking.sweep import parent_run_id, read_sweep_id
+    from heta_eval.tracking.sweep import (
+        parent_run_id,
+        read_sweep_id,
+        read_swept_keys,
+        swept_first,
+    )
 
     quiet_failing_log_files()  # Hydra has set up the job's log file by now
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
@@ -55,6 +60,9 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
         job_num = int(hydra_cfg.job.num)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
+    if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
+        # What the sweep varies comes first in the run's name (cut at 60 characters).
+        overrides = swept_first(overrides, read_swept_keys(hydra_cfg.sweep.dir))
     report = evaluate(
         components=components,
         overrides=overrides,
@@ -65,9 +73,14 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     job = None
     if job_num is not None:
         from heta_eval.config.secrets import mask_override
-        from heta_eval.tracking.naming import evaluated_overrides
+        from heta_eval.tracking.naming import evaluated_overrides, is_location, plain_override
 
-        shown = " ".join(mask_override(o) for o in evaluated_overrides(overrides))
+        kept = [
+            plain_override(o)
+            for o in evaluated_overrides(overrides)
+            if not is_location(*plain_override(o).partition("=")[::2])
+        ]
+        shown = " ".join(mask_override(o) for o in kept)
         shown = shown or "no overrides"
         job = f"job #{job_num}: {shown}"
     print_summary(report, job)
@@ -125,6 +138,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
+        _discard_run_dir(cfg)
         sys.exit(2)
     except OSError as exc:
         if exc.errno not in WRITE_ERRORS:
@@ -149,7 +163,21 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
+        _discard_run_dir(cfg)
         sys.exit(1)
+
+
+def _discard_run_dir(cfg: DictConfig) -> None:
+    """A run refused before it began: no run directory, no empty log (`cli.run_dir`)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from heta_eval.cli.run_dir import discard_unused_run_dir
+
+    try:
+        root = OmegaConf.select(cfg, "paths.root", default=None)
+        discard_unused_run_dir(HydraConfig.get().runtime.output_dir, root)
+    except Exception as exc:  # the error being reported says more than this one
+        log.debug("run directory left in place: %s", exc)
 
 
 # Hydra's flags after which no run follows: no tracker worker is started early for them.

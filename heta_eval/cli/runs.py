@@ -28,7 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--experiment", default="heta_eval", help="MLflow experiment name")
     parser.add_argument("--sweep", help="a sweep id (tag heta_eval.sweep_id) or sweep directory")
     parser.add_argument(
-        "--root", default="outputs", help="paths.root of the runs (store ROOT/mlflow.db)"
+        "--root",
+        help="paths.root of the runs (store ROOT/mlflow.db; default ./outputs, else the "
+        "store heta-eval wrote to last)",
     )
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (overrides --root)")
     parser.add_argument(

@@ -5,7 +5,8 @@ callback) composes the configuration of each job of a grid sweep (Hydra's basic 
 and validates it as a single run would (`heta_eval.run.assembly.assemble`: no MLflow, no
 index building). The first invalid job stops the sweep with exit 2 and the same message a
 single run gives, naming the job's overrides, before any job runs and before the MLflow
-parent run exists. Searches (Optuna) choose their jobs as they go and are not checked here.
+parent run exists. Searches (Optuna) choose their jobs as they go: the configuration they
+start from is checked (`optimized_metric` against the scores the run produces included).
 """
 
 from __future__ import annotations
@@ -104,10 +105,45 @@ def _suite_jobs(config: DictConfig) -> list[list[str]]:
     sys.exit(2)
 
 
+def check_search(config: DictConfig) -> None:
+    """A search (Optuna) chooses its jobs as it goes: validate the configuration it starts
+    from (the command line's overrides, the search space at its defaults), `optimized_metric`
+    against the scores the run produces included; exit 2 before the first trial."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from heta_eval.config.resolve import ConfigError
+    from heta_eval.run.assembly import assemble
+
+    hydra_config = HydraConfig.instance()
+    sweep_config = hydra_config.cfg
+    base = copy.deepcopy(config)
+    with read_write(base):
+        base.hydra.runtime.output_dir = f"{config.hydra.sweep.dir}/0"
+    hydra_config.set_config(base)
+    try:
+        if not base.get("optimized_metric"):
+            raise ConfigError(
+                "optimized_metric: a value is required by the hyperparameter search; set "
+                "optimized_metric={query_mode}.{metric}, e.g. optimized_metric=bm25.ndcg@10"
+            )
+        assemble(base)
+    except ConfigError as exc:
+        print(
+            f"heta-eval: invalid configuration of the search; no trial was run\n{exc}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    finally:
+        hydra_config.cfg = sweep_config
+
+
 class ValidateSweepJobs(Callback):
-    """Hydra callback: validate every job of a grid sweep before the first starts."""
+    """Hydra callback: validate every job of a grid sweep, or the configuration a search
+    starts from, before the first job starts."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
         if target == BASIC_SWEEPER:
             check_sweep(config)
+        elif "optuna" in target.lower():
+            check_search(config)

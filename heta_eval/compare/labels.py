@@ -101,8 +101,23 @@ def _differing(keys: Sequence[str], values: Sequence[Mapping[str, str]]) -> list
     return [k for k in keys if len({v[k] for v in values}) > 1]
 
 
+def short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Each key by its last part where no other key shares it (`recipe.chunk_size` is
+    `chunk_size`; `recipe.indexes.bm25.k1` and `recipe.indexes.dense.k1` stay whole); a
+    config group (`recipe`) keeps its name, and a group's `name` is the group's
+    (`recipe.name` is `recipe`, as in `recipe=bm25`)."""
+    tails = {
+        k: k.removesuffix(".name") if k.endswith(".name") else k.rsplit(".", 1)[-1] for k in keys
+    }
+    counts: dict[str, int] = {}
+    for tail in tails.values():
+        counts[tail] = counts.get(tail, 0) + 1
+    return {k: tail if counts[tail] == 1 else k for k, tail in tails.items()}
+
+
 def _compose(keys: Sequence[str], values: Mapping[str, str]) -> str:
-    shown = [f"{k}={values[k]}" for k in keys[:MAX_CONFIG_KEYS]]
+    names = short_keys(keys[:MAX_CONFIG_KEYS])
+    shown = [f"{names[k]}={values[k]}" for k in keys[:MAX_CONFIG_KEYS]]
     if len(keys) > MAX_CONFIG_KEYS:
         shown.append(f"+{len(keys) - MAX_CONFIG_KEYS} more")
     return " ".join(shown)
@@ -121,7 +136,8 @@ def differing_labels(
         for run, config in zip(items, configs, strict=True)
     ]
     differing = _differing(keys, values)
-    labels = [" ".join(f"{k}={v[k]}" for k in differing) for v in values]
+    names = short_keys(differing)
+    labels = [" ".join(f"{names[k]}={v[k]}" for k in differing) for v in values]
     if differing and len(set(labels)) == len(labels):
         return labels
     config_keys = [

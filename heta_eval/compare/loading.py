@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,7 @@ class LoadedRun:
     sweep_run_id: str | None = None
     overrides: tuple[str, ...] = ()
     config: Mapping[str, str] = field(default_factory=dict)
+    tracking_uri: str | None = None  # the MLflow store the run was read from
 
 
 def default_tracking_uri() -> str:
@@ -229,10 +231,49 @@ def _mlflow_run(run: Any, source: _MlflowSource, sweep: str | None) -> LoadedRun
         source=run_id,
         run_id=run_id,
         sweep_run_id=sweep,
+        tracking_uri=source.uri,
         overrides=tuple(
             mask_override(o) for o in split_overrides(run.data.tags.get(OVERRIDES_TAG, ""))
         ),
         config=dict(run.data.params),
+    )
+
+
+def _find_run(run_id: str, tracking_uri: str | None) -> tuple[_MlflowSource, Any]:
+    """The store holding `run_id`, and the run: `tracking_uri` when given, else
+    $MLFLOW_TRACKING_URI or ./outputs/mlflow.db, then the stores heta-eval wrote to lately
+    (`tracking.stores`), so that a run logged under another `paths.root` is found."""
+    if tracking_uri:
+        source = _MlflowSource(tracking_uri)
+        try:
+            return source, source.run(run_id)
+        except CompareError:
+            source.close()
+            raise
+    from heta_eval.tracking.stores import known_stores, store_exists
+
+    first = default_tracking_uri()
+    looked: list[str] = []
+    for uri in dict.fromkeys([first, *known_stores()]):
+        if not store_exists(uri):
+            continue
+        looked.append(uri)
+        try:
+            source = _MlflowSource(uri)
+        except CompareError:
+            continue
+        try:
+            run = source.run(run_id)
+        except CompareError:
+            source.close()
+            continue
+        if uri != first:
+            print(f"heta-eval-compare: run {run_id} found in {uri}", file=sys.stderr)
+        return source, run
+    where = ", ".join(looked) if looked else f"{first} (no such store)"
+    raise CompareError(
+        f"unknown MLflow run id {run_id}: not in {where}; give the store it was logged to "
+        "with --tracking-uri (or MLFLOW_TRACKING_URI)"
     )
 
 
@@ -252,8 +293,9 @@ def load_reports(refs: Sequence[str], tracking_uri: str | None = None) -> list[L
                 runs.append(_load_path(ref))
                 continue
             if source is None:
-                source = _MlflowSource(tracking_uri or default_tracking_uri())
-            run = source.run(ref)
+                source, run = _find_run(ref, tracking_uri)
+            else:
+                run = source.run(ref)
             if run.data.tags.get("heta_eval.kind") == SWEEP_KIND:
                 # A resumed sweep may hold failed or killed attempts: compare finished jobs.
                 children = [c for c in source.children(run) if c.info.status == "FINISHED"]

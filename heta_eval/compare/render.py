@@ -73,6 +73,23 @@ def test_cells(comparison: Comparison, metric: str, test: PairTest) -> list[str]
     ]
 
 
+_TERMINAL_TEST = {MCNEMAR: "McN", RANDOMIZATION: "rand"}
+
+
+def _terminal_cells(metric: str, test: PairTest, cells: list[str]) -> list[str]:
+    """The tests row for a 120-column terminal: a query mode the metric already names
+    (`bm25.ndcg@10`, both runs under bm25) is not repeated, and the test is abbreviated
+    (McN: McNemar, rand: randomization; the files say it in full)."""
+    mode = metric.split(".", 1)[0] if "." in metric else None
+    if mode is not None and test.run_mode == mode and test.baseline_mode == mode:
+        cells[1] = cells[1].removesuffix(f" [{mode}]")
+        cells[2] = cells[2].removesuffix(f" [{mode}]")
+    full = _TEST_SHORT.get(test.test or "")
+    if full and cells[5].endswith(f"({full})"):
+        cells[5] = cells[5].replace(f"({full})", f"({_TERMINAL_TEST[test.test or '']})")
+    return cells
+
+
 def _test_rows(comparison: Comparison) -> list[list[str]]:
     return [
         test_cells(comparison, row.metric, test) for row in comparison.rows for test in row.tests
@@ -121,6 +138,11 @@ def pairing_lines(comparison: Comparison) -> list[str]:
         lines.append("Every pair of runs is tested (Δ = first - second of the pair).")
     else:
         lines.append(f"Every run is tested against the baseline, {comparison.baseline}.")
+    lines.append(
+        f"CIs: {comparison.resamples:,} bootstrap resamples (seed {comparison.seed}) over the "
+        "paired cases; a run's own summary resamples all its cases runner.bootstrap_resamples "
+        "times, so its CI may differ in the last digit (--resamples/--seed choose)."
+    )
     return lines
 
 
@@ -168,10 +190,23 @@ def rich_table(comparison: Comparison) -> Group:
                 str(mean.scored),
                 end_section=i == len(row.means) - 1,
             )
-    tests = Table(title="paired tests (run - against)", title_justify="left")
-    for name in TEST_COLUMNS:
-        tests.add_column(name, justify="left" if name in ("metric", "run", "against") else "right")
-    for cells in _test_rows(comparison):
+    rows = [
+        _terminal_cells(row.metric, test, test_cells(comparison, row.metric, test))
+        for row in comparison.rows
+        for test in row.tests
+    ]
+    columns = list(TEST_COLUMNS)
+    title = "paired tests (run - against)"
+    if rows and all(cells[2] == "baseline" for cells in rows):
+        # Every run against the one baseline: the title says so, no column repeats it.
+        title = f"paired tests (run - baseline {comparison.baseline})"
+        columns.remove("against")
+        rows = [cells[:2] + cells[3:] for cells in rows]
+    tests = Table(title=title, title_justify="left")
+    for name in columns:
+        left = name in ("metric", "run", "against")
+        tests.add_column(name, justify="left" if left else "right", overflow="fold")
+    for cells in rows:
         tests.add_row(*(escape(c) for c in cells))
     power = Table(title="power (80% unless set otherwise)", title_justify="left")
     for name in POWER_COLUMNS:

@@ -82,7 +82,23 @@ def _header(report: EvaluationReport) -> str:
         f"<p>knowledge base {_e(report.knowledge_base_name)} · report {_e(report.report_id)} · "
         f"{_e(report.started_at.isoformat(timespec='seconds'))} → "
         f"{_e(report.finished_at.isoformat(timespec='seconds'))} ({seconds:.1f} s)</p>"
+        f"{_reused(report)}"
         "</header>"
+    )
+
+
+def _reused(report: EvaluationReport) -> str:
+    """A line saying that this run evaluated nothing and shows an earlier result."""
+    source = report.run.reused_from
+    if source is None:
+        return ""
+    origin = f"tracking run {source.tracking_run_id}" if source.tracking_run_id else "a run"
+    return (
+        "<p class='reused'><strong>Reused result</strong>: the same configuration, data and "
+        f"code were evaluated by {_e(origin)} on "
+        f"{_e(source.finished_at.isoformat(timespec='seconds'))} (report "
+        f"{_e(source.report_id)}); this run evaluated nothing, and the times, cache counts and "
+        "build times shown are that run's. runner.resume=false evaluates again.</p>"
     )
 
 

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -88,7 +89,10 @@ def evaluate(
 
             config = compose_config(overrides)
         components = assemble(config)
-    shown = [mask_override(o) for o in overrides]  # they become tags and the run name
+    from heta_eval.tracking.naming import plain_override
+
+    # They become tags and the run name: secrets masked, Hydra's escapes gone.
+    shown = [plain_override(mask_override(o)) for o in overrides]
     lifecycle = RunLifecycle(components, shown, parent_run_id, sweep_id, sweep_job)
     return run_sync(lifecycle.run())
 
@@ -113,11 +117,13 @@ class RunLifecycle:
         self.tracker: Tracker = components.tracker
         self.worker: TrackerProcess | None = None
         self.renderer = HtmlRenderer()
+        self.began = time.time()  # the tracking run starts here, whenever MLflow creates it
 
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
         from heta_eval.run.tracker_process import TrackerProcess
 
+        self.began = time.time()
         connecting: threading.Thread | None = None
         self.worker = TrackerProcess.for_components(self.components)
         if self.worker is not None:
@@ -292,10 +298,15 @@ class RunLifecycle:
                 tags=tags,
                 parent_run_id=self.parent_run_id,
                 state_dir=state_dir,
+                start_time=self.began,
             )
         else:
             self.tracker.start(
-                run_name=run_name, config=config, tags=tags, parent_run_id=self.parent_run_id
+                run_name=run_name,
+                config=config,
+                tags=tags,
+                parent_run_id=self.parent_run_id,
+                start_time=self.began,
             )
 
     def _tags(self) -> dict[str, str]:

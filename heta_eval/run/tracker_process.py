@@ -139,6 +139,7 @@ class TrackerProcess:
         tags: Mapping[str, str],
         parent_run_id: str | None = None,
         state_dir: Path | None = None,
+        start_time: float | None = None,
     ) -> None:
         """Start the run in the worker without waiting; with `state_dir`, the worker saves
         the run id there (`heta_eval.run.state.save_tracking_run`) once the run exists."""
@@ -147,6 +148,7 @@ class TrackerProcess:
             "config": dict(config),
             "tags": dict(tags),
             "parent_run_id": parent_run_id,
+            "start_time": start_time,
         }
         self._begun = ("start", (kwargs, state_dir))
         if not self._in_process:

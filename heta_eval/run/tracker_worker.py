@@ -133,6 +133,7 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
             config=call["config"],
             tags=call["tags"],
             parent_run_id=call.get("parent_run_id"),
+            start_time=call.get("start_time"),
         )
         if call.get("state_dir"):
             from heta_eval.run.state import save_tracking_run

@@ -31,7 +31,11 @@ class Tracker(Protocol):
         config: Mapping[str, Any],
         tags: Mapping[str, str],
         parent_run_id: str | None = None,
-    ) -> None: ...
+        start_time: float | None = None,
+    ) -> None:
+        """Create the run; `start_time` (seconds since the epoch) is when its evaluation
+        began, so that the run's start and duration are the evaluation's."""
+        ...
 
     def resume(self, run_id: str) -> bool:
         """Continue an interrupted run; False when it cannot be found (start a new one)."""
@@ -62,6 +66,7 @@ class NullTracker:
         config: Mapping[str, Any],
         tags: Mapping[str, str],
         parent_run_id: str | None = None,
+        start_time: float | None = None,
     ) -> None:
         pass
 

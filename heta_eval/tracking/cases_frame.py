@@ -9,7 +9,8 @@ frame with them all, told apart by `run_id` / `report_id`.
 Columns: `run_id` (MLflow, or None), `report_id` (None from a case table), `benchmark`
 (`name/version/split`), `recipe`, `unit_id`, `case_id`, `query_mode`, `metric`, `value`
 (None when not scored), `status` (`scored`, `skipped`, `undetermined`, `failed`; from a
-case table, which keeps no reasons, an unscored value is `not scored`), `skipped_reason`,
+case table an unscored value is `not scored`, its reason from the table's `not_scored`
+column), `skipped_reason`,
 `latency_seconds`, `error`, `query`, then one `label_<key>` column per slice label
 (`label_difficulty`, ...).
 """
@@ -36,7 +37,7 @@ CASE_TABLE = "case_results.json"
 REPORT = "report.json"
 # Case table columns that are not metrics (labels are `label.<key>` or `label_<key>`).
 _NOT_METRICS = {"case_id", "unit_id", "query_mode", "query", "latency_seconds", "error",
-                "answer", "top_documents"}  # fmt: skip
+                "answer", "top_documents", "not_scored"}  # fmt: skip
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 Source = str | os.PathLike[str] | EvaluationReport
@@ -110,16 +111,31 @@ def _table_rows(table: dict[str, Any], run: Any) -> Iterator[dict[str, Any]]:
             "query": record.get("query"),
             **{f"label_{_label(c)}": record.get(c) for c in labels},
         }
+        reasons = _reasons(record.get("not_scored"))
         for metric in metrics:
             value = record.get(metric)
+            if value == "":  # an empty cell: not scored (`not_scored` says why)
+                value = None
             status = "scored" if value is not None else "failed" if base["error"] else None
             yield {
                 **base,
                 "metric": metric,
                 "value": None if value is None else float(value),
                 "status": status or "not scored",
-                "skipped_reason": None,
+                "skipped_reason": None if value is not None else reasons.get(metric),
             }
+
+
+def _reasons(text: object) -> dict[str, str]:
+    """The case table's `not_scored` cell (`metric: reason; ...`) as a mapping."""
+    if not isinstance(text, str) or not text:
+        return {}
+    found: dict[str, str] = {}
+    for part in text.split("; "):
+        metric, sep, reason = part.partition(": ")
+        if sep:
+            found[metric] = reason
+    return found
 
 
 def _report_file(path: Path) -> Path:

@@ -18,9 +18,9 @@ from heta_eval.tracking.naming import (
     HEADLINE_TAG,
     PRIMARY_MODE_TAG,
     benchmark_dataset,
-    flat_params,
     headline_metric,
     headline_metrics,
+    logged_params,
     metric_name,
     run_params,
     slice_metric_name,
@@ -68,10 +68,27 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
+HEADLINE_SECTION = "Headline"
+
+
+def headline_section(
+    headline: str | None, values: Mapping[str, float]
+) -> list[tuple[str, float, int]]:
+    """The headline score and its CI bounds again as `Headline/ndcg_at_10`, ...: MLflow's
+    chart view groups charts by the key's prefix before `/` and orders the groups by name
+    (the prefix-less metrics last), so a capitalised `Headline` group comes first."""
+    if not headline:
+        return []
+    names = [headline, f"{headline}.ci_low", f"{headline}.ci_high"]
+    return [(f"{HEADLINE_SECTION}/{n}", float(values[n]), 0) for n in names if n in values]
+
+
 def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
     """(MLflow metric name, value, step) for everything numeric a run should show."""
     metrics = [(metric_name(k), v, 0) for k, v in sorted(report.score_summary.items())]
-    metrics += [(name, value, 0) for name, value in headline_metrics(report)]
+    headlines = headline_metrics(report)
+    metrics += [(name, value, 0) for name, value in headlines]
+    metrics += headline_section(headline_metric(report), dict(headlines))
     for key, detail in sorted(report.score_details.items()):
         for stat in ("scored", "skipped", "undetermined", "failed", "std", "ci_low", "ci_high"):
             value = getattr(detail, stat)
@@ -81,10 +98,14 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
         label, _, value = slice_key.partition("=")
         for key, mean in sorted(summary.items()):
             metrics.append((slice_metric_name(label, value, metric_name(key)), mean, 0))
+    # A reused result built, cached and resumed nothing in this run: the original run's
+    # build times and cache counts are not logged again as this run's.
+    reused = report.run.reused_from is not None
     for step, kb in enumerate(report.knowledge_base_manifests):
-        metrics.append(("kb.build_seconds", kb.build_seconds, step))
+        if not reused:
+            metrics.append(("kb.build_seconds", kb.build_seconds, step))
         metrics.append(("kb.chunks", float(kb.counts.get("chunks", 0)), step))
-    if report.knowledge_base_manifests:
+    if report.knowledge_base_manifests and not reused:
         total = sum(kb.build_seconds for kb in report.knowledge_base_manifests)
         metrics.append(("kb.build_seconds_total", total, 0))
     for mode in report.query_modes:
@@ -101,19 +122,35 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
                 (metric_name(f"{mode}.latency_p95_seconds"), _percentile(latencies, 95), 0)
             )
     for name, value in sorted(report.run.cache.items()):
-        if isinstance(value, int | float):
+        if isinstance(value, int | float) and not reused:
             metrics.append((f"cache.{name}", float(value), 0))
-    metrics.append(("cases.resumed", float(report.run.resumed_cases), 0))
+    metrics.append(("cases.resumed", 0.0 if reused else float(report.run.resumed_cases), 0))
+    metrics.append(("run.reused", float(reused), 0))
     failed = sum(1 for r in report.case_results if r.error is not None)
     metrics.append(("cases.evaluated", float(len(report.case_results)), 0))
     metrics.append(("cases.failed", float(failed), 0))
     return metrics
 
 
+NOT_SCORED = "not_scored"  # case table column: `metric: reason` for each metric left empty
+
+
+def _not_scored(result: Any, metrics: list[str]) -> str:
+    """Why a case has empty metric cells: `metric: reason` for each, `; `-separated."""
+    reasons = []
+    for item in result.scores:
+        if item.name in metrics and item.value is None:
+            why = item.skipped_reason or ("undetermined" if item.undetermined else "not scored")
+            reasons.append(f"{item.name}: {why}")
+    return "; ".join(reasons)
+
+
 def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
     """Per-case results as columns: ids, query, slice labels (`label_<name>`), one column per
-    metric, latency, error, the answer given and the top retrieved documents; every name one
-    that MLflow's table viewer shows (`naming.table_column`)."""
+    metric, why a metric cell is empty (`not_scored`), latency, error, the answer given and
+    the top retrieved documents; every name one that MLflow's table viewer shows
+    (`naming.table_column`). The primary query mode's rows come first; a metric that was
+    not scored is an empty cell (not the text `null`)."""
     metrics = list(report.run.evaluators)
     labels = sorted({k for r in report.case_results for k in r.labels})
     answers = any(r.answer is not None for r in report.case_results)
@@ -124,12 +161,15 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         "query": [],
         **{f"label_{k}": [] for k in labels},
         **{m: [] for m in metrics},
+        NOT_SCORED: [],
         "latency_seconds": [],
         "error": [],
         **({"answer": []} if answers else {}),
         "top_documents": [],
     }
-    for result in report.case_results:
+    primary = report.primary_query_mode
+    results = sorted(report.case_results, key=lambda r: r.query_mode != primary)
+    for result in results:
         columns["case_id"].append(result.case_id)
         columns["unit_id"].append(result.unit_id)
         columns["query_mode"].append(result.query_mode)
@@ -137,7 +177,9 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         for k in labels:
             columns[f"label_{k}"].append(result.labels.get(k))
         for m in metrics:
-            columns[m].append(result.score(m))
+            value = result.score(m)
+            columns[m].append("" if value is None else value)
+        columns[NOT_SCORED].append(_not_scored(result, metrics))
         columns["latency_seconds"].append(result.latency_seconds)
         columns["error"].append(
             None if result.error is None else f"{result.error.error_type}: {result.error.message}"
@@ -197,6 +239,7 @@ class MlflowTracker:
         self._probed = False
         self._rejected: list[str] = []  # items MLflow would not take (the rest was logged)
         self._reported = 0  # of those, already said
+        self._headline: str | None = None  # the runs table link sorts by it
         bounds = (http_max_retries, http_timeout_seconds, http_backoff_factor)
         for value, variable in zip(bounds, HTTP_SETTINGS.values(), strict=True):
             if value is not None:
@@ -273,6 +316,7 @@ class MlflowTracker:
         config: Mapping[str, Any],
         tags: Mapping[str, str],
         parent_run_id: str | None = None,
+        start_time: float | None = None,
     ) -> None:
         from mlflow.entities import Param
 
@@ -281,14 +325,23 @@ class MlflowTracker:
         all_tags = context_tags(tags)  # as mlflow.start_run would: user, source, git
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        flat = flat_params(config)
+        flat, where = logged_params(config)  # the run's directory is a tag
+        all_tags.update(where)
         self._started = {"run_name": self.run_name or run_name, "tags": all_tags, "params": flat}
         try:
             self._check_server()
+            # The evaluation's start, not the moment MLflow got the request (a worker that
+            # imports MLflow may create the run seconds after the evaluation began).
             run = self.client.create_run(
-                self.experiment_id(), run_name=self.run_name or run_name, tags=all_tags
+                self.experiment_id(),
+                start_time=None if start_time is None else int(start_time * 1000),
+                run_name=self.run_name or run_name,
+                tags=all_tags,
             )
             self.run_id = run.info.run_id
+            from heta_eval.tracking.stores import remember_store
+
+            remember_store(self.uri)  # for heta-eval-compare and heta-eval-runs to find
             benchmark = benchmark_of(all_tags)
             if benchmark:
                 describe_experiment(self.client, self.experiment_id(), benchmark)
@@ -343,6 +396,7 @@ class MlflowTracker:
             PRIMARY_MODE_TAG: report.primary_query_mode or "",
             HEADLINE_TAG: headline_metric(report) or "",
         }
+        self._headline = tags[HEADLINE_TAG] or None
         if self._entry is None:
             try:
                 self._rejected += log_leniently(
@@ -434,13 +488,21 @@ class MlflowTracker:
             )
         if (self.run_id or "").startswith(LOCAL_PREFIX):
             return f"not uploaded yet (tracking outbox); upload with `{self.sync_command()}`"
-        if self.uri.startswith("sqlite:"):
-            return f"mlflow ui --backend-store-uri {self.uri}  (run {self.run_id})"
+        from heta_eval.tracking.ui_links import open_command, run_url, runs_table_url, ui_base
+
+        command = open_command(self.uri)
         try:
             experiment = self.experiment_id()
         except Exception:  # the server went away after the run; the run id still says it
             return f"{self.uri.rstrip('/')} (run {self.run_id})"
-        return f"{self.uri.rstrip('/')}/#/experiments/{experiment}/runs/{self.run_id}"
+        base = ui_base(self.uri)
+        first = (
+            f"{command}  (run {self.run_id})"
+            if command
+            else run_url(base, experiment, str(self.run_id))
+        )
+        # The runs table itself (MLflow 3 opens an experiment on its GenAI overview).
+        return f"{first}\nruns table: {runs_table_url(base, experiment, self._headline)}"
 
     # -- the outbox ----------------------------------------------------------------------
 

@@ -122,20 +122,47 @@ NAMED_GROUPS = ("benchmark", "recipe")  # the run name starts with their names
 MAX_RUN_NAME = 60
 
 
+_LOCATION_KEYS = ("root", "dir", "path", "file", "uri", "url", "location")
+
+
+def is_location(key: str, value: object) -> bool:
+    """Whether a setting says where something is (a path, a URI), not what is evaluated:
+    a key ending in root, dir, path, file, uri, url or location (`benchmark.data_root`,
+    `runner.cache_dir`), or a value that is an absolute or home path or a URI."""
+    last = key.lstrip("+~").rsplit(".", 1)[-1].lower()
+    if any(last == k or last.endswith(f"_{k}") for k in _LOCATION_KEYS):
+        return True
+    text = str(value).replace("\\", "")
+    return text.startswith(("/", "~/", "./", "../")) or "://" in text
+
+
+def plain_override(override: str) -> str:
+    """An override as the value reads, without Hydra's escapes: `tracking.uri=sqlite\\:///x`
+    is `tracking.uri=sqlite:///x` (an escaped space stays escaped: overrides are joined by
+    spaces in the tag `heta_eval.overrides`)."""
+    key, sep, value = override.partition("=")
+    return key + sep + re.sub(r"\\([^\s])", r"\1", value)
+
+
 def evaluated_overrides(overrides: Sequence[str]) -> list[str]:
     """The overrides that change what is evaluated (not locations or progress display)."""
     return [o for o in overrides if not o.lstrip("+~").startswith(NOT_IN_RUN_NAME)]
 
 
-def short_overrides(overrides: Sequence[str]) -> list[str]:
+def short_overrides(overrides: Sequence[str], named: str = "") -> list[str]:
     """The overrides that say what a run evaluated, keys cut to their last part where that
-    stays unambiguous: `recipe.chunk_size=64` is `chunk_size=64`; `recipe=bm25` and
-    locations (`paths.root=...`) are left out."""
+    stays unambiguous: `recipe.chunk_size=64` is `chunk_size=64`. Left out: `recipe=bm25`,
+    locations (`paths.root=...`, `benchmark.data_root=/data/...`, any path or URI) and a
+    benchmark setting whose value `named` (the run name's `benchmark/recipe`) already says
+    (`dataset=scifact` of `beir-scifact`)."""
+    words = set(re.split(r"[-/_ ]", named)) if named else set()
     kept = []
     for override in overrides:
-        key, _, value = override.partition("=")
+        key, _, value = plain_override(override).partition("=")
         key = key.lstrip("+~")
-        if key in NAMED_GROUPS or key.startswith(NOT_IN_RUN_NAME):
+        if key in NAMED_GROUPS or key.startswith(NOT_IN_RUN_NAME) or is_location(key, value):
+            continue
+        if key.startswith("benchmark.") and value in words:
             continue
         kept.append((key, value))
     last = [key.rsplit(".", 1)[-1] for key, _ in kept]
@@ -151,23 +178,61 @@ def run_name(benchmark: str, recipe: str, overrides: Sequence[str], job: int | N
     sweep's job starts with its number, `#2 sample/bm25 …`: MLflow's runs table shows a
     name's first 15 or so characters, which the number keeps apart."""
     first = [f"#{job}"] if job is not None else []
-    name = " ".join([*first, f"{benchmark}/{recipe}", *short_overrides(overrides)])
+    named = f"{benchmark}/{recipe}"
+    name = " ".join([*first, named, *short_overrides(overrides, named)])
     return name if len(name) <= MAX_RUN_NAME else name[: MAX_RUN_NAME - 1] + "…"
 
 
+_KEY_SAFE = re.compile(r"[A-Za-z0-9_\-. ]")
+
+
+def param_key_segment(key: object) -> str:
+    """One config key as a segment of an MLflow param name: letters, digits, `_ - .` and
+    spaces are kept, every other character is percent-encoded (UTF-8) with `:` in place of
+    `%`, which MLflow does not accept: `text/*` is `text:2F:2A`, `segments+json` is
+    `segments:2Bjson`. The rule is stable and reversible (`original_param_key`)."""
+    return "".join(
+        ch if _KEY_SAFE.fullmatch(ch) else "".join(f":{b:02X}" for b in ch.encode("utf-8"))
+        for ch in str(key)
+    )
+
+
+def original_param_key(name: str) -> str:
+    """The config path a param name was made from (`param_key_segment` undone):
+    `recipe.parser.parsers.text:2F:2A._target_` is `recipe.parser.parsers.text/*._target_`."""
+    from urllib.parse import unquote
+
+    return unquote(re.sub(r":([0-9A-F]{2})", r"%\1", name))
+
+
 def flatten(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Yield (dotted key, leaf value) pairs of a nested mapping; lists stay whole."""
+    """Yield (dotted key, leaf value) pairs of a nested mapping, each key made loggable by
+    `param_key_segment`; lists stay whole."""
     for key, value in config.items():
-        dotted = f"{prefix}{key}"
+        dotted = f"{prefix}{param_key_segment(key)}"
         if isinstance(value, Mapping) and value:
             yield from flatten(value, f"{dotted}.")
         else:
             yield dotted, value
 
 
+def value_text(value: Any) -> str:
+    """A config value as YAML would write it inline: `null`, `true`, `1.5`, `text`,
+    `[bm25, dense]`, `{a: 1}` (never Python's `None`, `True` or `['bm25']`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {value_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(value_text(v) for v in value) + "]"
+    return str(value)
+
+
 def param_value(value: Any) -> str:
-    """Text of a param value, cut to MLflow's limit with a visible marker."""
-    text = "null" if value is None else str(value)
+    """Text of a param value (`value_text`), cut to MLflow's limit with a visible marker."""
+    text = value_text(value)
     if len(text) > MAX_PARAM_VALUE:
         marker = "...[truncated]"
         text = text[: MAX_PARAM_VALUE - len(marker)] + marker
@@ -177,6 +242,20 @@ def param_value(value: Any) -> str:
 def flat_params(config: Mapping[str, Any]) -> dict[str, str]:
     """Flattened, secret-masked, length-safe params for a resolved config."""
     return {key: param_value(value) for key, value in flatten(mask_secrets(config))}
+
+
+RUN_DIR_PARAM = "runner.output_dir"  # logged as the tag RUN_DIR_TAG, not as a param
+RUN_DIR_TAG = "heta_eval.run_dir"
+
+
+def logged_params(config: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """(params, tags) a run logs for its resolved config: `flat_params`, except the run's own
+    directory, which differs for every run (as a param, MLflow's comparison page would show
+    it first as what differs): it is the tag `heta_eval.run_dir`."""
+    params = flat_params(config)
+    run_dir = params.pop(RUN_DIR_PARAM, None)
+    tags = {RUN_DIR_TAG: run_dir} if run_dir and run_dir != "null" else {}
+    return params, tags
 
 
 # -- what a run evaluated, named the same way for every recipe ------------------------------

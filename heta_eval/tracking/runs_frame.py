@@ -37,20 +37,35 @@ class RunsError(Exception):
     """The store, experiment or sweep asked for cannot be found."""
 
 
-def resolve_tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str:
+def resolve_tracking_uri(
+    tracking_uri: str | None, root: str | os.PathLike[str] | None = "outputs"
+) -> str:
     """The URI given, else MLFLOW_TRACKING_URI, else the SQLite store `{root}/mlflow.db`
-    that `heta-eval` writes by default (which must exist)."""
+    that `heta-eval` writes by default (which must exist). With `root` None (not chosen by
+    the user) and no `./outputs/mlflow.db`, the store heta-eval wrote to last
+    (`tracking.stores`), said on stderr."""
+    import sys
+
     from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+    from heta_eval.tracking.stores import known_stores
 
     if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"):
         return str(tracking_uri or os.environ["MLFLOW_TRACKING_URI"])
-    store = Path(root).expanduser() / "mlflow.db"
-    if not store.is_file():
-        raise RunsError(
-            f"no MLflow store at {store}: pass the --root that heta-eval wrote to "
-            "(paths.root, default ./outputs) or --tracking-uri"
+    store = Path(root if root is not None else "outputs").expanduser() / "mlflow.db"
+    if store.is_file():
+        return default_tracking_uri(store.parent)
+    recent = known_stores() if root is None else []
+    if recent:
+        print(
+            f"no {store}: reading {recent[0]}, the store heta-eval wrote to last "
+            "(--root or --tracking-uri choose another)",
+            file=sys.stderr,
         )
-    return default_tracking_uri(Path(root).expanduser())
+        return recent[0]
+    raise RunsError(
+        f"no MLflow store at {store}: pass the --root that heta-eval wrote to "
+        "(paths.root, default ./outputs) or --tracking-uri"
+    )
 
 
 def resolve_sweep_id(sweep: str | os.PathLike[str]) -> str:
@@ -101,7 +116,7 @@ def load_runs(
     *,
     sweep_id: str | os.PathLike[str] | None = None,
     tracking_uri: str | None = None,
-    root: str | os.PathLike[str] = "outputs",
+    root: str | os.PathLike[str] | None = "outputs",
     include_sweep_parents: bool = False,
     prefixes: bool = False,
     suite: str | None = None,
@@ -224,12 +239,24 @@ def default_columns(frame: Any) -> list[str]:
         for c in params
         if not c.removeprefix("params.").startswith(_LOCATION_PARAMS)
         and not c.endswith("description")
+        and not _is_location_column(frame, c)
         and frame[c].astype(str).nunique(dropna=False) > 1
     ]
     overridden = [c for c in _overridden(frame) if c in varying]
     shown = overridden or varying[:MAX_VARYING]
     wanted = ["run_name", "status", *shown, *headline, "cases.failed"]
+    if headline:
+        frame.attrs["headline_column"] = headline[0]  # shown whatever the width
     return [c for c in wanted if c in frame.columns]
+
+
+def _is_location_column(frame: Any, column: str) -> bool:
+    """A param saying where something is (`benchmark.data_root`, a path or URI value)."""
+    from heta_eval.tracking.naming import is_location
+
+    key = column.removeprefix("params.")
+    values = frame[column].dropna().astype(str)
+    return is_location(key, "") or any(is_location(key, v) for v in values.head(50))
 
 
 def select_columns(frame: Any, patterns: Sequence[str]) -> list[str]:

@@ -56,17 +56,28 @@ def cells(frame: Any, column: str) -> list[str]:
 
 
 def fit_columns(
-    columns: Sequence[str], shown: dict[str, list[str]], width: int
+    columns: Sequence[str],
+    shown: dict[str, list[str]],
+    width: int,
+    required: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
     """(columns that fit in `width` characters in the order given, those left out); each
-    column takes its widest cell or heading plus a border and two spaces of padding."""
-    used = 1  # the table's left border
+    column takes its widest cell or heading plus a border and two spaces of padding. The
+    run name, the status and `required` (the headline score) are always kept: their room
+    is set aside first."""
+    must = {*ALWAYS, *required}
+
+    def need(column: str) -> int:
+        return max([len(header(column)), *(len(v) for v in shown[column])]) + 3
+
+    used = 1 + sum(need(c) for c in columns if c in must)  # 1: the table's left border
     kept, dropped = [], []
     for column in columns:
-        need = max([len(header(column)), *(len(v) for v in shown[column])]) + 3
-        if column in ALWAYS or used + need <= width:
+        if column in must:
             kept.append(column)
-            used += need
+        elif used + need(column) <= width:
+            kept.append(column)
+            used += need(column)
         else:
             dropped.append(column)
     return kept, dropped
@@ -108,7 +119,8 @@ def print_runs(frame: Any, columns: Sequence[str], *, fit: bool = True) -> None:
         # A column empty for every run of this benchmark says nothing here.
         present = [c for c in columns if c in ALWAYS or part[c].notna().any()]
         shown = {c: cells(part, c) for c in present}
-        kept, dropped = fit_columns(present, shown, width) if fit else (present, [])
+        required = [c for c in [frame.attrs.get("headline_column")] if c in present]
+        kept, dropped = fit_columns(present, shown, width, required) if fit else (present, [])
         title = f"{len(part)} run{'' if len(part) == 1 else 's'}"
         title += f" · benchmark {benchmark}" if benchmark else ""
         console.print(title, markup=False)  # not a table title: no padding to the width

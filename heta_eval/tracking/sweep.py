@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
 from heta_eval.tracking.access import access_problem
-from heta_eval.tracking.naming import metric_name, param_value
+from heta_eval.tracking.naming import metric_name, param_value, plain_override
 from heta_eval.tracking.suite_table import SUITE_TAG
 from heta_eval.tracking.sweep_end import BEST_RUN_TAG as BEST_RUN_TAG
 from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = ".mlflow_parent_run_id"
 SWEEP_ID_FILE = ".heta_eval_sweep_id"
+SWEPT_KEYS_FILE = ".heta_eval_swept_keys.json"
 
 KIND_TAG = "heta_eval.kind"
 SWEEP_KIND = "sweep"
@@ -82,6 +83,36 @@ def sweep_id(overrides: Iterable[str], config_name: str | None) -> str:
     """
     text = "\n".join([config_name or "", *sorted(overrides)])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_swept_keys(sweep_dir: str | Path) -> list[str]:
+    """The keys (or groups) the sweep writing to `sweep_dir` varies, if it is tracked."""
+    marker = Path(sweep_dir) / SWEPT_KEYS_FILE
+    try:
+        keys = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(k) for k in keys] if isinstance(keys, list) else []
+
+
+def swept_first(overrides: Sequence[str], swept: Iterable[str]) -> list[str]:
+    """`overrides` with those of the `swept` keys first (the rest in their order)."""
+    keys = set(swept)
+    return sorted(overrides, key=lambda o: _split_override(o)[0] not in keys)
+
+
+def parent_name(tags: Mapping[str, str], overrides: Sequence[str], swept: set[str]) -> str:
+    """The sweep's parent run named by what it sweeps: `sweep sample/bm25 chunk_size=null,128`
+    (`*` for a benchmark or recipe the sweep varies; locations left out)."""
+    from heta_eval.tracking.naming import MAX_RUN_NAME, short_overrides
+
+    benchmark = tags.get("benchmark.name") or "*"
+    recipe = tags.get("recipe.name") or "*"
+    named = f"{benchmark}/{recipe}"
+    varied = [o for o in overrides if _split_override(o)[0] in swept]
+    groups = [o for o in varied if _split_override(o)[0] in ("benchmark", "recipe")]
+    name = " ".join(["sweep", named, *groups, *short_overrides(varied, named)])
+    return name if len(name) <= MAX_RUN_NAME else name[: MAX_RUN_NAME - 1] + "…"
 
 
 def _split_override(override: str) -> tuple[str, str]:
@@ -171,6 +202,7 @@ class MlflowSweepCallback(Callback):
         self._started_ms = 0
         self._optimized: str | None = None
         self._suite: Any = None
+        self._run_name = ""
 
     def __getstate__(self) -> dict[str, Any]:
         # Launchers ship the callbacks to their workers; the MLflow client and the exit
@@ -187,6 +219,7 @@ class MlflowSweepCallback(Callback):
         self._started_ms = 0
         self._optimized = None
         self._suite = None
+        self._run_name = ""
 
     # -- the launching process -------------------------------------------------------------
 
@@ -199,9 +232,10 @@ class MlflowSweepCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         task_overrides = [str(o) for o in config.hydra.overrides.task]
         sid = sweep_id(task_overrides, kwargs.get("config_name"))
+        swept = _swept_keys(_sweeper_params(config) + task_overrides)
         # Hydra logs each job's overrides: keys given there stay out of the log.
         scrub_logs(config_secrets(config, task_overrides))
-        task_overrides = [mask_override(o) for o in task_overrides]
+        task_overrides = [plain_override(mask_override(o)) for o in task_overrides]
         overrides = [mask_override(o) for o in _sweeper_params(config)] + task_overrides
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
         params = {
@@ -218,7 +252,7 @@ class MlflowSweepCallback(Callback):
             "heta_eval.sweeper": params["sweep.sweeper"],
             "heta_eval.sweep_dir": str(sweep_dir),
             "heta_eval.config_name": str(kwargs.get("config_name") or ""),
-            **_fixed_names(config, _swept_keys(overrides)),
+            **_fixed_names(config, swept),
         }
         self._suite = _suite(config)
         if self._suite is not None:
@@ -228,6 +262,9 @@ class MlflowSweepCallback(Callback):
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
+        # The jobs name their runs with the swept settings first (`#1 sample/bm25 chunk_size=128`).
+        (sweep_dir / SWEPT_KEYS_FILE).write_text(json.dumps(sorted(swept)), encoding="utf-8")
+        self._run_name = parent_name(tags, overrides, swept)
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
         self._optimized = OmegaConf.select(config, "optimized_metric", default=None)
@@ -278,7 +315,8 @@ class MlflowSweepCallback(Callback):
         experiment_id = tracker.experiment_id()
         previous = self._unfinished_parent(tracker.client, experiment_id, sid)
         if previous is None:
-            tracker.start(run_name=f"sweep {sweep_dir.name}", config={}, tags=tags)
+            name = self._run_name or f"sweep {sweep_dir.name}"
+            tracker.start(run_name=name, config={}, tags=tags)
             self._arm(tracker, sweep_dir, sid)
             self._log_params(tracker.client, tracker.run_id, params, existing={})
             log.info("MLflow parent run %s for sweep %s", tracker.run_id, sweep_dir)

@@ -75,12 +75,26 @@ def summarise_sweep(
             bound = getattr(score, stat)
             if bound is not None:
                 metrics.append(Metric(f"best/{score.metric}.{stat}", bound, stamp, 0))
+    top = next((b for b in best if b.metric == metric), None)
+    if top is not None:
+        # The parent's own headline cell (`ndcg_at_10`) in the runs table: the best job's.
+        metrics.append(Metric(top.metric, top.value, stamp, 0))
+        values = {top.metric: top.value}
+        for stat in ("ci_low", "ci_high"):
+            bound = getattr(top, stat)
+            if bound is not None:
+                metrics.append(Metric(f"{top.metric}.{stat}", bound, stamp, 0))
+                values[f"{top.metric}.{stat}"] = bound
+        # The Headline chart group, first in MLflow's chart view, as each job has it.
+        from heta_eval.tracking.mlflow_tracker import headline_section
+
+        for name, value, step in headline_section(top.metric, values):
+            metrics.append(Metric(name, value, stamp, step))
     metrics.append(Metric("sweep.jobs_finished", sum(r.ok for r in rows), stamp, 0))
     metrics.append(Metric("sweep.jobs_failed", sum(not r.ok for r in rows), stamp, 0))
     for i in range(0, len(metrics), METRICS_PER_BATCH):
         client.log_batch(run_id, metrics=metrics[i : i + METRICS_PER_BATCH])
     tags = {HEADLINE_METRIC_TAG: metric or ""}
-    top = next((b for b in best if b.metric == metric), None)
     if top is not None:
         tags[BEST_RUN_TAG] = top.row.run_id
     note = parent.data.tags.get(NOTE_TAG, "")
@@ -120,6 +134,7 @@ def summarise_sweep(
             from heta_eval.tracking.suite_render import print_suite_table
 
             print_suite_table(table)
+        print_ui_links(tracker.uri, parent.info.experiment_id, metric)
     except Exception as exc:  # the summary is logged; a console problem must not undo it
         log.warning("could not print the sweep's table: %s", exc)
     return rows
@@ -153,6 +168,17 @@ def suite_note(table: Any, note: str) -> str:
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
     lines += ["", "References and the full table: `suite_table.html` (Artifacts).", "", note]
     return "\n".join(lines)
+
+
+def print_ui_links(uri: str, experiment_id: str, metric: str | None) -> None:
+    """Where to look at the sweep in the MLflow UI: the command that serves it (a local
+    store) and the runs table, best job first."""
+    from heta_eval.tracking.ui_links import open_command, runs_table_url, ui_base
+
+    command = open_command(uri)
+    if command:
+        print(f"MLflow UI: {command}", flush=True)
+    print(f"runs table: {runs_table_url(ui_base(uri), experiment_id, metric)}", flush=True)
 
 
 def child_runs(client: Any, experiment_id: str, run_id: str) -> list[Any]:

@@ -77,8 +77,12 @@ def test_a_param_key_mlflow_refuses_leaves_the_rest_logged(tmp_path: Path) -> No
     (run,) = mlflow_runs(tmp_path)
     assert run.info.status == "FINISHED"
     assert run.data.params["recipe.metadata.fine"] == "3"
+    # A character MLflow refuses in a key is escaped (`?` is `:3F`): the setting is logged.
     assert "recipe.metadata.odd?key" not in run.data.params
-    assert "'recipe.metadata.odd?key': characters other than" in run.data.tags[REJECTED_TAG]
+    assert run.data.params["recipe.metadata.odd:3Fkey"] == "1"
+    # A key longer than MLflow's 250 characters is left out, and named.
+    assert "longer than 250 characters" in run.data.tags[REJECTED_TAG]
+    assert run.data.tags[REJECTED_TAG].startswith("1 item(s): 'recipe.metadata.xxx")
 
 
 def test_sync_finishes_an_entry_holding_an_invalid_metric(tmp_path: Path) -> None:

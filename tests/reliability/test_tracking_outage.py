@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport
 from heta_eval.tracking.mlflow_tracker import CASE_TABLE, case_table, report_metrics
-from heta_eval.tracking.naming import PRIMARY_MODE_TAG, flat_params, metric_name, run_params
+from heta_eval.tracking.naming import PRIMARY_MODE_TAG, logged_params, metric_name, run_params
 from heta_eval.tracking.outbox import Outbox, OutboxEntry
 
 from .processes import (
@@ -69,7 +69,7 @@ def _assert_run_equals_report(client: MlflowClient, run_id: str, run_dir: Path, 
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED"
     resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
-    assert run.data.params == flat_params(resolved) | run_params(report)
+    assert run.data.params == logged_params(resolved)[0] | run_params(report)
     tags = run.data.tags
     assert tags[PRIMARY_MODE_TAG] == report.primary_query_mode
     assert tags["benchmark.name"] == report.benchmark.name
@@ -112,7 +112,7 @@ def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> 
     (entry,) = _entries(root)
     assert entry.pending and entry.server_run_id is None and entry.status == "FINISHED"
     resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
-    assert entry.params == flat_params(resolved) | run_params(report)
+    assert entry.params == logged_params(resolved)[0] | run_params(report)
     assert entry.tags["benchmark.name"] == "sample" and entry.tags["recipe.name"] == "bm25"
     kept = {(k, v, s) for k, v, _, s in entry.metrics}
     assert kept == {(k, float(v), s) for k, v, s in report_metrics(report)}
@@ -130,7 +130,16 @@ def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> 
     assert again.returncode == 0 and "already evaluated" in again.stdout + again.stderr
     (reused,) = [e for e in _entries(root) if e.entry_id != entry.entry_id]
     assert reused.tags["heta_eval.reused_from.run_id"] == entry.local_run_id
-    assert reused.status == "FINISHED" and reused.metrics == entry.metrics
+    assert reused.status == "FINISHED"
+    # The same scores; none of the original run's costs (build times, cache counts).
+    first = {k: v for k, v, _, _ in entry.metrics}
+    second = {k: v for k, v, _, _ in reused.metrics}
+    assert second["run.reused"] == 1 and first["run.reused"] == 0
+    costs = ("cache.", "kb.build_seconds")
+    assert not [k for k in second if k.startswith(costs)]
+    assert {k: v for k, v in first.items() if not k.startswith((*costs, "run.reused"))} == {
+        k: v for k, v in second.items() if k != "run.reused"
+    }
 
     # Servers still down: the sync says so within seconds, keeps the entries, and fails.
     down = _sync(root)
