@@ -67,6 +67,9 @@ class SuiteDefinition(Record):
     member_key: NonEmptyStr
     members: tuple[NonEmptyStr, ...]
     metric: str | None = None
+    # A member scored under another name (UDA tat: `uda_evidence_match_ext@5`, our extension):
+    # shown with that name, left out of the macro average of `metric`.
+    member_metrics: dict[NonEmptyStr, NonEmptyStr] = {}
     data_dir: str | None = None
     data_root: str | None = None
     references: tuple[SuiteReference, ...] = ()
@@ -80,6 +83,12 @@ class SuiteDefinition(Record):
 
     @model_validator(mode="after")
     def _references_name_members(self) -> SuiteDefinition:
+        unknown = sorted(set(self.member_metrics) - set(self.members))
+        if self.members and unknown:
+            raise ValueError(
+                f"member_metrics names {unknown}: not members of suite {self.name!r} "
+                f"({', '.join(self.members)})"
+            )
         for ref in self.references:
             if self.members and ref.member not in self.members:
                 raise ValueError(
@@ -87,6 +96,10 @@ class SuiteDefinition(Record):
                     f"not a member of suite {self.name!r} ({', '.join(self.members)})"
                 )
         return self
+
+    def metric_for(self, member: str, metric: str) -> str:
+        """The metric a member's cell shows: its own (`member_metrics`) or `metric`."""
+        return self.member_metrics.get(member, metric)
 
     def references_for(self, member: str) -> list[SuiteReference]:
         return [r for r in self.references if r.member == member]

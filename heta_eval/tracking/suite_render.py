@@ -27,9 +27,10 @@ def cell_text(cell: Cell | None) -> str:
     """`0.6863 [0.641, 0.727]`, or — when the job failed or the metric is absent."""
     if cell is None or cell.value is None:
         return "—"
+    other = f" ({cell.metric})" if cell.metric else ""
     if cell.ci_low is None or cell.ci_high is None:
-        return _num(cell.value)
-    return f"{_num(cell.value)} [{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
+        return _num(cell.value) + other
+    return f"{_num(cell.value)} [{cell.ci_low:.3f}, {cell.ci_high:.3f}]{other}"
 
 
 def verdict(row: ReferenceRow) -> str:
@@ -116,7 +117,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def guide(table: SuiteTable) -> str:
     return (
         f"Cells: each job's mean {table.metric} under its primary query mode, with its 95% "
-        "bootstrap CI. The macro average is the unweighted mean over the members with a "
+        "bootstrap CI (a member scored under another metric names it, and is not averaged). "
+        "The macro average is the unweighted mean over the members with a "
         "value; its interval (≈) combines the members' CIs as independent normal errors. "
         "Published: a reference number for that member's recipe and metric, with Δ = ours - "
         "published; ✓/✗ say whether it is within the stated tolerance (a reference restricted "
@@ -219,6 +221,7 @@ def to_json(table: SuiteTable) -> dict[str, Any]:
                 "ci_low": cell.ci_low,
                 "ci_high": cell.ci_high,
                 "scored": cell.scored,
+                "metric": cell.metric or table.metric,
             }
             for (m, c), cell in table.cells.items()
         ],

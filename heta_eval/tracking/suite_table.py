@@ -36,6 +36,7 @@ class Cell:
     ci_low: float | None = None
     ci_high: float | None = None
     scored: int | None = None
+    metric: str | None = None  # set when the member is scored under another metric
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,11 @@ class SuiteTable:
     failed: list[str] = field(default_factory=list)
 
     def macro(self, column: str) -> tuple[float | None, float | None, float | None, int]:
-        """Mean over the members with a value, its approximate 95% CI (from the members'
-        CIs as normal standard errors) and how many members it averages."""
+        """Mean over the members with a value of the table's metric, its approximate 95% CI
+        (from the members' CIs as normal standard errors) and how many members it averages.
+        A member scored under another metric (`Cell.metric`) is not averaged in."""
         cells = [self.cells.get((m, column)) for m in self.members]
+        cells = [c for c in cells if c is None or c.metric is None]
         values = [c for c in cells if c is not None and c.value is not None]
         if not values:
             return None, None, None, 0
@@ -118,7 +121,7 @@ def column_of(row: SweepRow, varied: Sequence[str]) -> str:
     return " ".join(f"{k}={overrides[k]}" for k in varied if k in overrides) or "run"
 
 
-def _cell(row: SweepRow, metric: str) -> Cell:
+def _cell(row: SweepRow, metric: str, other: str | None = None) -> Cell:
     name = metric_name(metric)
     mode = row.tags.get(PRIMARY_MODE_TAG, "")
     scored = row.metrics.get(f"{name}.scored")
@@ -130,6 +133,7 @@ def _cell(row: SweepRow, metric: str) -> Cell:
         ci_low=row.metrics.get(f"{name}.ci_low"),
         ci_high=row.metrics.get(f"{name}.ci_high"),
         scored=None if scored is None else int(scored),
+        metric=other,
     )
 
 
@@ -221,7 +225,8 @@ def build_suite_table(
             member, column = member_of(row, suite), column_of(row, varied)
             if member is None:
                 continue
-            table.cells[(member, column)] = _cell(row, chosen)
+            own = chosen if metric else suite.metric_for(member, chosen)
+            table.cells[(member, column)] = _cell(row, own, None if own == chosen else own)
             refs = suite.references_for(member)
             if not refs:
                 continue
