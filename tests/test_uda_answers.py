@@ -130,6 +130,15 @@ def test_tat_as_the_authors_score_it(
     assert (_value(TatQAExactMatch(), gold, answer), _value(TatQAF1(), gold, answer)) == expected
 
 
+def test_tat_qa_table_answers_written_as_lists_are_read_as_the_bench_writes_them() -> None:
+    # tat_qa.csv writes a count as ['6'] (the bench: 6): the gold is "6".
+    count = {"answer": ["6"], "answer_type": "count", "scale": ""}
+    assert _value(TatQAExactMatch(), count, "The answer is: 6") == 1.0
+    assert _value(TatQAF1(), count, "The answer is: 6") == 1.0
+    arithmetic = {"answer": ["12.35"], "answer_type": "arithmetic", "scale": "percent"}
+    assert _value(TatQAExactMatch(), arithmetic, "The answer is: 12.35%") == 1.0
+
+
 def test_tat_f1_is_rounded_as_numpy_rounds() -> None:
     assert round_half_even(2 / 3, 2) == 0.67 and round_half_even(0.125, 2) == 0.12
 

@@ -222,6 +222,9 @@ class _TatQA(_UdaAnswerMetric):
         answer = gold.get("answer", list(case.expected.answers))
         if answer_type in ("span", "multi-span") and not isinstance(answer, list):
             answer = [answer]  # a QA-table row's single span
+        elif answer_type not in ("span", "multi-span") and isinstance(answer, list):
+            # The QA table writes every answer as a list (`['6']`); the bench, a number.
+            answer = answer[0] if len(answer) == 1 else answer
         spans = tatqa_gold(answer, answer_type)
         scores = tatqa_em_f1(
             finance_response(response.answer, self.options),
