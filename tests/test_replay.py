@@ -74,7 +74,9 @@ def _scores(report: EvaluationReport) -> dict[str, dict[str, float | None]]:
 def test_exported_predictions_replay_to_the_same_scores(sample, tmp_path: Path) -> None:
     _, original, predictions = sample
     first = json.loads(predictions.read_text().splitlines()[0])
-    assert set(first) == {"case_id", "unit_id", "query", "answer", "retrieved"}
+    keys = {"case_id", "unit_id", "query", "answer", "retrieved", "knowledge_base_items"}
+    assert set(first) == keys
+    assert first["knowledge_base_items"] == original.knowledge_base_manifests[0].counts["chunks"]
     assert first["retrieved"][0]["locator"]["start_char"] >= 0  # the chunk's place in its text
 
     replayed = _evaluate(

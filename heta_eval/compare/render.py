@@ -208,10 +208,15 @@ def rich_table(comparison: Comparison) -> Group:
         tests.add_column(name, justify="left" if left else "right", overflow="fold")
     for cells in rows:
         tests.add_row(*(escape(c) for c in cells))
+    power_columns, power_cells = list(POWER_COLUMNS), power_rows(comparison)
+    if power_cells and all(cells[2] == "baseline" for cells in power_cells):
+        power_columns.remove("against")  # as in the tests table: the title says against what
+        power_cells = [cells[:2] + cells[3:] for cells in power_cells]
     power = Table(title="power (80% unless set otherwise)", title_justify="left")
-    for name in POWER_COLUMNS:
-        power.add_column(name, justify="left" if name in ("metric", "run", "against") else "right")
-    for cells in power_rows(comparison):
+    for name in power_columns:
+        left = name in ("metric", "run", "against", "verdict")
+        power.add_column(name, justify="left" if left else "right", overflow="fold")
+    for cells in power_cells:
         power.add_row(*(escape(c) for c in cells))
     pairing = Text("\n".join(pairing_lines(comparison)))
     return Group(pairing, means, tests, power)

@@ -178,5 +178,25 @@ def run_matrix(
             row.seconds = elapsed
             row.run_dir = str(report.run.output_dir) if report.run.output_dir else None
             if row.ours is None:
-                row.not_run = f"no value of {row.reference.metric} in the report"
+                row.not_run = no_value_reason(report, row.reference)
     return rows
+
+
+def no_value_reason(report: EvaluationReport, ref: SuiteReference) -> str:
+    """Why a report has no value for a reference: the metric was skipped on every case
+    (with the skip reason, e.g. a top k that holds the whole knowledge base), or absent."""
+    mode, _, name = ref.metric.rpartition(".")
+    if not mode or mode not in report.query_modes:
+        mode, name = report.primary_query_mode or "", ref.metric
+    reasons = sorted(
+        {
+            score.skipped_reason
+            for r in report.case_results
+            if r.query_mode == mode and (not ref.scope_units or r.unit_id in ref.scope_units)
+            for score in r.scores
+            if score.name == name and score.value is None and score.skipped_reason
+        }
+    )
+    if reasons:
+        return f"{ref.metric} skipped on every case: {'; '.join(reasons)}"
+    return f"no value of {ref.metric} in the report"

@@ -207,11 +207,12 @@ class UnitEvaluator:
                 self.cache.put_response(key, response, latency)
         if self.ignore_identical_ids:
             response = without_identical_ids(response, case.case_id, self.top_k)
-        counts = kb.manifest().counts
-        scope = KnowledgeBaseScope(
-            items=counts.get("chunks"), documents=counts.get("documents"), answers=self.answers
-        )
-        response = response.model_copy(update={"scope": scope})
+        if response.scope is None:  # a knowledge base may say what it held (a replay)
+            counts = kb.manifest().counts
+            scope = KnowledgeBaseScope(
+                items=counts.get("chunks"), documents=counts.get("documents"), answers=self.answers
+            )
+            response = response.model_copy(update={"scope": scope})
         scores: list[EvaluationScore] = []
         error = None
         scoring_started = time.perf_counter()

@@ -43,7 +43,7 @@ def test_a_line_longer_than_the_bound_is_named_and_read_no_further(
     long = {"document_id": "long", "text": "word " * 400}  # about 2 kB
     docs = write_jsonl(tmp_path / "docs.jsonl", [*DOCS, long])
     cases = write_jsonl(tmp_path / "cases.jsonl", CASES)
-    proc = run_cli(*jsonl_args(docs, cases, "+benchmark.max_line_bytes=1000"))
+    proc = run_cli(*jsonl_args(docs, cases, "benchmark.max_line_bytes=1000"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"{docs}:2: line longer than 1000 bytes" in proc.stderr

@@ -205,7 +205,11 @@ def test_a_reused_result_is_a_run_in_the_tracker_that_asked_for_it(tmp_path: Pat
     assert reused.info.status == "FINISHED"
     assert reused.data.tags[REUSED_TAG] == original.info.run_id
     assert f"evaluated by run {original.info.run_id}" in reused.data.tags["mlflow.note.content"]
-    assert reused.data.metrics == original.data.metrics
+    # The same scores; none of the original's costs (it built and cached nothing itself).
+    costs = ("kb.build_seconds", "cache.", "run.reused")
+    scores = {k: v for k, v in original.data.metrics.items() if not k.startswith(costs)}
+    assert {k: v for k, v in reused.data.metrics.items() if k != "run.reused"} == scores
+    assert reused.data.metrics["run.reused"] == 1.0 and original.data.metrics["run.reused"] == 0
     client = MlflowClient(tracking_uri=other_uri)
     names = {a.path for a in client.list_artifacts(reused.info.run_id)}
     assert {"report.json", "report.html", "config.resolved.yaml"} <= names

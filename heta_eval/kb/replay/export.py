@@ -30,8 +30,11 @@ class ExportCounts:
     left_out: tuple[str, ...]
 
 
-def prediction_line(result: EvaluationCaseResult) -> dict[str, Any]:
-    """One case result as a predictions line."""
+def prediction_line(
+    result: EvaluationCaseResult, knowledge_base_items: int | None = None
+) -> dict[str, Any]:
+    """One case result as a predictions line (with the size of the knowledge base that
+    answered it, when known, so that a replay skips what the run skipped)."""
     retrieved = []
     for item in result.retrieved:
         locator = {k: getattr(item, k) for k in _LOCATOR if getattr(item, k) is not None}
@@ -49,7 +52,19 @@ def prediction_line(result: EvaluationCaseResult) -> dict[str, Any]:
         "query": result.query,
         "answer": result.answer,
         "retrieved": retrieved,
+        **({} if knowledge_base_items is None else {"knowledge_base_items": knowledge_base_items}),
     }
+
+
+def unit_sizes(report: EvaluationReport) -> dict[str, int]:
+    """Chunks of each unit's knowledge base, from the report's manifests (named
+    `{benchmark}-{unit_id}`); units whose knowledge base says nothing are left out."""
+    sizes: dict[str, int] = {}
+    for unit in report.run.run_units:
+        for manifest in report.knowledge_base_manifests:
+            if manifest.name.endswith(f"-{unit.unit_id}") and "chunks" in manifest.counts:
+                sizes[unit.unit_id] = manifest.counts["chunks"]
+    return sizes
 
 
 def case_results(
@@ -76,12 +91,14 @@ def export_predictions(
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     written, left_out = 0, []
+    sizes = unit_sizes(report)
     with tmp.open("w", encoding="utf-8") as handle:
         for result in case_results(report, mode):
             if result.error is not None and result.error.stage in ("build", "query"):
                 left_out.append(result.case_id)
                 continue
-            handle.write(json.dumps(prediction_line(result), ensure_ascii=False) + "\n")
+            line = prediction_line(result, sizes.get(result.unit_id))
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             written += 1
     os.replace(tmp, target)
     return ExportCounts(written, chosen, tuple(left_out))

@@ -28,7 +28,9 @@ LOCATOR_KEYS = frozenset(
         "column",
     }
 )
-PREDICTION_KEYS = frozenset({"case_id", "unit_id", "query", "answer", "retrieved", "metadata"})
+PREDICTION_KEYS = frozenset(
+    {"case_id", "unit_id", "query", "answer", "retrieved", "metadata", "knowledge_base_items"}
+)
 ITEM_KEYS = frozenset({"document_id", "id", "text", "score", "locator"})
 _INT_LOCATORS = frozenset({"chunk_index", "start_char", "end_char", "page_index", "row_index"})
 MAX_SHOWN = 10
@@ -60,6 +62,9 @@ class ReplayedCase:
     line: int  # its first line
     items: tuple[ReplayedItem, ...] | None = None
     answer: str | None = None
+    # How many retrievable items the producing system's knowledge base held (None: unknown);
+    # with it, metrics that cannot discriminate are skipped as in the original run.
+    knowledge_base_items: int | None = None
 
     @property
     def where(self) -> str:
@@ -261,7 +266,10 @@ def _prediction(record: Any, path: str, line: int) -> ReplayedCase:
         raise ValueError(f"{where}: answer must be a string or null, got {type(answer).__name__}")
     retrieved = record.get("retrieved")
     items = _items(retrieved, where, line) if retrieved is not None else None
-    return ReplayedCase(case_id, _id(unit_id), path, line, items, answer)
+    size = record.get("knowledge_base_items")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise ValueError(f"{where}: knowledge_base_items must be an integer >= 0, got {size!r}")
+    return ReplayedCase(case_id, _id(unit_id), path, line, items, answer, size)
 
 
 def read_predictions(path: str) -> ReplayedFile:

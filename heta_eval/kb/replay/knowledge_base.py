@@ -14,6 +14,7 @@ from heta_eval.records import (
     BenchmarkCase,
     BuildStep,
     KnowledgeBaseManifest,
+    KnowledgeBaseScope,
     QueryResponse,
     QueryResult,
     SourceRef,
@@ -96,12 +97,25 @@ class ReplayKnowledgeBase:
         answered = entries.get("predictions")
         texts = _item_texts(answered) if answered is not None and "run" in entries else {}
         items = (ranking.items or ())[:top_k]
+        size = next(
+            (
+                e.knowledge_base_items
+                for e in entries.values()
+                if e.knowledge_base_items is not None
+            ),
+            None,
+        )
         return QueryResponse(
             query=case.query,
             mode=mode,
             results=tuple(self._result(item, ranking.path, texts) for item in items),
             answer=answered.answer if answered is not None else None,
             trace={"replayed_from": {k: e.where for k, e in entries.items()}},
+            scope=None
+            if size is None
+            else KnowledgeBaseScope(
+                items=size, documents=len(self._sources), answers=answered is not None
+            ),
         )
 
     def _result(self, item: ReplayedItem, path: str, texts: Mapping[str, str]) -> QueryResult:
