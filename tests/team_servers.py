@@ -109,8 +109,15 @@ def postgres_server() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def mlflow_server(backend_uri: str, artifacts: Path, env: dict[str, str]) -> Iterator[str]:
-    """`mlflow server` on `backend_uri` with artifacts under `artifacts`; yields its URL."""
+def mlflow_server(
+    backend_uri: str,
+    artifacts: Path,
+    env: dict[str, str],
+    extra_args: tuple[str, ...] = (),
+    workers: int = 2,
+) -> Iterator[str]:
+    """`mlflow server` on `backend_uri` with artifacts under `artifacts` (and `extra_args`,
+    e.g. `--app-name basic-auth`); yields its URL."""
     port = free_port()
     log = artifacts.parent / "mlflow-server.log"
     command = [
@@ -127,7 +134,8 @@ def mlflow_server(backend_uri: str, artifacts: Path, env: dict[str, str]) -> Ite
         "--port",
         str(port),
         "--workers",
-        "2",
+        str(workers),
+        *extra_args,
     ]
     with log.open("w") as out:
         server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -181,6 +181,7 @@ def _run_suite(
         resamples=args.resamples,
         seed=args.seed,
         alpha=args.alpha,
+        allow_different_data=args.allow_different_data,
     )
     console.print(rich_suite(comparison))
     out = (args.out or _default_out()).resolve()

@@ -84,10 +84,12 @@ def compare_suites(
     seed: int = 0,
     alpha: float = 0.05,
     min_overlap: float = 0.5,
+    allow_different_data: bool = False,
 ) -> SuiteComparison:
     """Compare suite runs member by member, then macro-average (see the module docstring).
     `baseline` is resolved within each member (an override such as `recipe=bm25`, or a
-    position among that member's runs)."""
+    position among that member's runs); runs of a member evaluated on different data are
+    refused unless `allow_different_data`, as `compare_reports` does."""
     names = {member_of(r)[0] for r in runs if member_of(r)}  # type: ignore[index]
     if len(names) != 1:
         raise CompareError(f"the runs come from different suites ({', '.join(sorted(names))})")
@@ -113,6 +115,7 @@ def compare_suites(
             seed=seed,
             alpha=alpha,
             min_overlap=min_overlap,
+            allow_different_data=allow_different_data,
         )
     if not members:
         raise CompareError(

@@ -15,7 +15,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +25,8 @@ from mlflow import MlflowClient
 
 from heta_eval.tracking.outbox import Outbox
 
-from .processes import Finished, cli_env, free_port, run_cli
+from ..team_servers import mlflow_server
+from .processes import Finished, cli_env, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -74,40 +74,17 @@ def _basic_auth_server(home: Path) -> Iterator[str]:
         f"admin_password = {ADMIN[1]}\n"
         "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
     )
-    port = free_port()
     env = cli_env(
         MLFLOW_AUTH_CONFIG_PATH=str(config), MLFLOW_FLASK_SERVER_SECRET_KEY="test-only-key"
     )
-    log = home / "server.log"
-    command = [
-        *(sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth"),
-        *("--backend-store-uri", f"sqlite:///{home / 'mlflow.db'}"),
-        *("--artifacts-destination", str(home / "artifacts")),
-        *("--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
-    ]
-    with log.open("w") as out:
-        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{url}/health", timeout=2) as response,
-            ):
-                if response.status == 200:
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow basic-auth server did not start:\n{log.read_text()}")
-            time.sleep(0.5)
+    with mlflow_server(
+        f"sqlite:///{home / 'mlflow.db'}",
+        home / "artifacts",
+        env,
+        extra_args=("--app-name", "basic-auth"),
+        workers=1,
+    ) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 @pytest.fixture(scope="module")
