@@ -20,7 +20,8 @@ UNDETERMINED = "?"
 
 
 def compare_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = user_env()
+    # The terminal a user reads it in: 120 columns, whatever the test process was given.
+    env = user_env(COLUMNS="120")
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     return subprocess.run(
         [sys.executable, "-m", "heta_eval.cli.compare", *args],
