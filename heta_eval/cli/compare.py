@@ -143,11 +143,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         runs,
         baseline=baseline,
         metrics=metrics,
-        min_overlap=args.min_overlap,
-        resamples=args.resamples,
-        seed=args.seed,
-        alpha=args.alpha,
-        allow_different_data=args.allow_different_data,
+        **_statistics(args),
     )
     console.print(rich_table(comparison))
     paths = write_outputs(comparison, (args.out or _default_out()).resolve())
@@ -160,6 +156,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
         for sweep in _log_to_sweeps(runs, paths, args.tracking_uri):
             console.print(f"logged to MLflow sweep run {sweep}", soft_wrap=True)
     return 0
+
+
+def _statistics(args: argparse.Namespace) -> dict[str, object]:
+    """The options every comparison takes from the command line."""
+    return {
+        "min_overlap": args.min_overlap,
+        "resamples": args.resamples,
+        "seed": args.seed,
+        "alpha": args.alpha,
+        "allow_different_data": args.allow_different_data,
+    }
 
 
 def _run_suite(
@@ -177,11 +184,7 @@ def _run_suite(
         runs,
         baseline=baseline,
         metrics=metrics,
-        min_overlap=args.min_overlap,
-        resamples=args.resamples,
-        seed=args.seed,
-        alpha=args.alpha,
-        allow_different_data=args.allow_different_data,
+        **_statistics(args),
     )
     console.print(rich_suite(comparison))
     out = (args.out or _default_out()).resolve()

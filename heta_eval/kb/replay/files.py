@@ -217,11 +217,7 @@ def _items(value: Any, where: str, line: int) -> tuple[ReplayedItem, ...]:
     items = []
     for i, item in enumerate(value):
         at = f"{where}: retrieved[{i}]"
-        if not isinstance(item, dict):
-            raise ValueError(f"{at} must be an object, got {type(item).__name__}")
-        unknown = sorted(set(item) - ITEM_KEYS)
-        if unknown:
-            raise ValueError(f"{at}: keys {unknown} unknown; allowed: {sorted(ITEM_KEYS)}")
+        _check_object(item, ITEM_KEYS, at)
         document_id = _id(item.get("document_id"))
         if document_id is None:
             raise ValueError(f"{at}: document_id must be a non-empty string")
@@ -246,13 +242,18 @@ def _items(value: Any, where: str, line: int) -> tuple[ReplayedItem, ...]:
     return tuple(items)
 
 
+def _check_object(value: Any, allowed: frozenset[str], where: str) -> None:
+    """`value` is a JSON object with no key outside `allowed`, else an error at `where`."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: keys {unknown} unknown; allowed: {sorted(allowed)}")
+
+
 def _prediction(record: Any, path: str, line: int) -> ReplayedCase:
     where = f"{path}:{line}"
-    if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    unknown = sorted(set(record) - PREDICTION_KEYS)
-    if unknown:
-        raise ValueError(f"{where}: keys {unknown} unknown; allowed: {sorted(PREDICTION_KEYS)}")
+    _check_object(record, PREDICTION_KEYS, where)
     case_id = _id(record.get("case_id"))
     if case_id is None:
         raise ValueError(f"{where}: case_id must be a non-empty string")
