@@ -38,6 +38,7 @@ from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.run.settings import RunnerSettings, cap_workers, resolve_top_k
+from heta_eval.run.shards import ShardingError, check_shard_settings
 from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ _RUNNER_NOT_HASHED = {
     "ray_address",
     "ray_num_cpus",
     "ray_max_retries",
+    "shards",
     "max_concurrent_queries",
     "resume",
     "state_dir",
@@ -273,6 +275,10 @@ def assemble(cfg: DictConfig) -> RunComponents:
         )
     if isinstance(recipe, KnowledgeRecipe):
         check_recipe_components(recipe)
+    try:
+        check_shard_settings(settings, recipe)
+    except ShardingError as exc:
+        raise ConfigError(str(exc)) from None
     evaluators = _evaluators(resolved["evaluator"], benchmark)
     for evaluator in evaluators:
         missing = missing_members(evaluator, BenchmarkEvaluatorProtocol)

@@ -43,6 +43,7 @@ from heta_eval.run.failures import fail_cases_with_lost_evidence
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
 from heta_eval.run.parent_watch import abandon, die_with_run
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
+from heta_eval.run.shards import ShardPlan, check_shard_settings, ray_for_shards, sharded
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,7 @@ class BenchmarkRunner:
         self.build_cache = build_cache or BuildCache(settings.cache_dir, settings.cache)
         self.progress = progress or ProgressReporter(settings.progress)
         self.query_modes = check_run_arguments(recipe, self.evaluators, settings)
+        check_shard_settings(settings, recipe)
         self.top_k = resolve_top_k(settings, benchmark)
 
     def unit_evaluator(self) -> UnitEvaluator:
@@ -181,6 +183,7 @@ class BenchmarkRunner:
             store=self.store,
             cache=self.build_cache,
             ignore_identical_ids=bool(self.benchmark.ignore_identical_ids),
+            shards=ShardPlan.of(self.settings),
         )
 
     async def load(self) -> LoadedBenchmark:
@@ -251,29 +254,19 @@ class BenchmarkRunner:
             self.build_cache.stats.add(outcome.cache)
             units.advance()
 
+        if sharded(self.settings):
+            # The shards are the workers (Ray actors): units one after another, driven here.
+            if self.settings.executor == "ray":
+                written = None  # the actors read the documents from the store
+            with ray_for_shards(self.settings):
+                return await self._run_units_here(plans, keys, kb_name, done, units, written)
         if self.settings.executor == "ray":
             from heta_eval.run.ray_units import run_units_on_ray
 
             jobs = [(plan, unit_sources(plan, keys)) for plan in plans]
             return await run_units_on_ray(evaluator, jobs, kb_name, done, self.settings, collect)
         if self.settings.workers <= 1 or len(plans) <= 1:
-            if written is not None:  # in this process: builds read the bytes in memory
-                evaluator = replace(evaluator, store=written)
-            outcomes = []
-            for plan in plans:
-                outcome = await evaluator.run(
-                    plan,
-                    unit_sources(plan, keys),
-                    kb_name,
-                    done,
-                    on_result=(lambda r: journal.record_cases([r])) if journal else None,
-                    progress=self.progress.scoped(plan.unit.unit_id, transient=len(plans) > 1),
-                )
-                if journal is not None and outcome.manifest is not None:
-                    journal.record_unit(outcome.unit_id, outcome.manifest)
-                outcomes.append(outcome)
-                units.advance()
-            return outcomes
+            return await self._run_units_here(plans, keys, kb_name, done, units, written)
         # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
         loop = asyncio.get_running_loop()
         pool = ProcessPoolExecutor(
@@ -317,6 +310,36 @@ class BenchmarkRunner:
             abandon(pool)
             raise
         pool.shutdown()
+        return outcomes
+
+    async def _run_units_here(
+        self,
+        plans: Sequence[UnitPlan],
+        keys: DocumentKeys,
+        kb_name: str,
+        done: frozenset[CaseKey],
+        units: StageHandle,
+        written: ObjectStore | None,
+    ) -> list[UnitOutcome]:
+        """Evaluate the units one after another in this process."""
+        evaluator = self.unit_evaluator()
+        journal = self.journal
+        if written is not None:  # in this process: builds read the bytes in memory
+            evaluator = replace(evaluator, store=written)
+        outcomes = []
+        for plan in plans:
+            outcome = await evaluator.run(
+                plan,
+                unit_sources(plan, keys),
+                kb_name,
+                done,
+                on_result=(lambda r: journal.record_cases([r])) if journal else None,
+                progress=self.progress.scoped(plan.unit.unit_id, transient=len(plans) > 1),
+            )
+            if journal is not None and outcome.manifest is not None:
+                journal.record_unit(outcome.unit_id, outcome.manifest)
+            outcomes.append(outcome)
+            units.advance()
         return outcomes
 
     async def run(self) -> EvaluationReport:

@@ -58,9 +58,19 @@ class RunnerSettings(Record):
         description="executor=ray: null starts a private local cluster of `workers` CPUs; "
         "`auto` or `ray://host:10001` joins a running cluster",
     )
-    ray_num_cpus: float = Field(default=1, gt=0, description="CPUs Ray reserves per unit task")
+    ray_num_cpus: float = Field(
+        default=1, gt=0, description="CPUs Ray reserves per unit task (per shard with `shards`)"
+    )
     ray_max_retries: int = Field(
         default=3, ge=0, description="runs of a unit task again after its worker died"
+    )
+    shards: int | None = Field(
+        default=None,
+        ge=1,
+        description="split each unit's corpus into this many shards, each built and queried "
+        "on a Ray actor (executor=ray; one after another in this process with executor=local), "
+        "with BM25 statistics of the whole corpus: the results of an unsharded run; null or 1: "
+        "no sharding. BM25 recipes only; sharded knowledge bases are not cached",
     )
     cache: Literal["off", "read", "write", "readwrite"] = Field(
         default="off",

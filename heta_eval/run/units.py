@@ -34,6 +34,7 @@ from heta_eval.records import (
 from heta_eval.records.evaluation import expected_for_report
 from heta_eval.run.journal import CaseKey
 from heta_eval.run.returns import checked_score
+from heta_eval.run.shards import ShardPlan
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,8 @@ class UnitEvaluator:
     # The benchmark's convention (BEIR's ignore_identical_ids): a query's own document is no
     # answer to it. Retrieve one more, drop it, keep top_k, whatever evaluators score.
     ignore_identical_ids: bool = False
+    # runner.shards: each unit's corpus split into shards (built on them, never cached).
+    shards: ShardPlan | None = None
 
     @functools.cached_property
     def answers(self) -> bool | None:
@@ -269,8 +272,9 @@ class UnitEvaluator:
         before.add(self.cache.stats)
         try:
             with heap_frozen():
-                kb = await self.cache.get_or_create(
-                    recipe=self.recipe,
+                create = self.cache.get_or_create if self.shards is None else self.shards.create
+                kb = await create(
+                    recipe=self.recipe,  # type: ignore[arg-type]
                     name=f"{kb_name}-{unit_id}",
                     store=self.store,
                     sources=sources,
