@@ -44,8 +44,8 @@ pytestmark = pytest.mark.filterwarnings(
 
 @pytest.fixture(scope="module")
 def synthetic_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A synthetic BEIR-layout corpus (benchmarks/synthetic.py): 3,000 documents, 200 queries."""
-    return write_corpus(tmp_path_factory.mktemp("synthetic"), 3000, 200, seed=7)
+    """A synthetic BEIR-layout corpus (benchmarks/synthetic.py): 2,000 documents, 200 queries."""
+    return write_corpus(tmp_path_factory.mktemp("synthetic"), 2000, 200, seed=7)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_shards_score_bit_for_bit_as_one_bm25s_index(synthetic_dir: Path) -> Non
               text=t, start_char=0, end_char=len(t))
         for i, t in enumerate(texts)
     ]  # fmt: skip
-    bounds = [0, 700, 1900, len(texts)]  # three shards of unequal sizes
+    bounds = [0, 500, 1300, len(texts)]  # three shards of unequal sizes
     for method in ("lucene", "robertson", "atire"):
         builder = BM25Index(method=method)
         expected = builder.build(chunks).search(queries, 50)
@@ -186,7 +186,7 @@ def test_sharded_run_on_ray_equals_the_unsharded_run_on_a_synthetic_corpus(
     expected = _evaluate(benchmark, tmp_path, "one", top_k=20)
     got = _evaluate(benchmark, tmp_path, "ray", top_k=20, shards=2, executor="ray")
     _assert_equal_runs(expected, got)
-    assert got.knowledge_base_manifests[0].counts["chunks"] == 3000
+    assert got.knowledge_base_manifests[0].counts["chunks"] == 2000
 
 
 @pytest.mark.slow

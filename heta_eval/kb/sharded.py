@@ -13,6 +13,7 @@ each run builds its shards.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -148,24 +149,47 @@ class CorpusShard:
 
     def search(
         self, mode: str, queries: Sequence[Sequence[str]], top_k: int
-    ) -> list[list[tuple[int, float, dict[str, Any]]]]:
+    ) -> list[list[tuple[int, float, ChunkFields]]]:
         """Each query's best `top_k` chunks of this shard: (position in the shard, score,
-        the result's fields as `KnowledgeBase` gives them)."""
+        the chunk's fields as plain values, cheap to send; `result_fields` makes them the
+        fields of a query result)."""
         found = self._indexes[mode].search(queries, top_k)
-        return [[(p, s, self._fields(p)) for p, s in hits] for hits in found]
+        chunks = self._chunks
+        return [[(p, s, chunk_fields(chunks[p])) for p, s in hits] for hits in found]
 
-    def _fields(self, position: int) -> dict[str, Any]:
-        chunk = self._chunks[position]
-        source = SourceRef(
-            source_key=chunk.source_key,
-            document_id=chunk.document_id,
-            chunk_id=chunk.chunk_id,
-            chunk_index=chunk.chunk_index,
-            start_char=chunk.start_char,
-            end_char=chunk.end_char,
-            **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
-        )
-        return {"id": chunk.chunk_id, "text": chunk.text, "kind": "chunk", "source": source}
+
+# chunk_id, text, source_key, document_id, chunk_index, start_char, end_char, locator fields
+ChunkFields = tuple[str, str, str, str, int, int, int, dict[str, Any]]
+
+
+def chunk_fields(chunk: Chunk) -> ChunkFields:
+    """What a query result needs of `chunk`, as plain values."""
+    locator = {k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS}
+    return (
+        chunk.chunk_id,
+        chunk.text,
+        chunk.source_key,
+        chunk.document_id,
+        chunk.chunk_index,
+        chunk.start_char,
+        chunk.end_char,
+        locator,
+    )
+
+
+def result_fields(fields: ChunkFields, score: float) -> dict[str, Any]:
+    """The fields of a query result, as `KnowledgeBase` gives them, with its score."""
+    chunk_id, text, source_key, document_id, chunk_index, start, end, locator = fields
+    source = SourceRef(
+        source_key=source_key,
+        document_id=document_id,
+        chunk_id=chunk_id,
+        chunk_index=chunk_index,
+        start_char=start,
+        end_char=end,
+        **locator,
+    )
+    return {"id": chunk_id, "text": text, "kind": "chunk", "source": source, "score": score}
 
 
 class ShardGroup(Protocol):
@@ -217,6 +241,7 @@ class ShardedKnowledgeBase:
         self._manifest = manifest
         self._reranker = recipe.create_reranker()
         self._answerer = recipe.create_answerer()
+        self._batches: dict[tuple[str, int], list[tuple[str, asyncio.Future[QueryResponse]]]] = {}
 
     @classmethod
     async def create(
@@ -311,7 +336,7 @@ class ShardedKnowledgeBase:
 
     async def _search(
         self, texts: Sequence[str], mode: str, top_k: int
-    ) -> list[list[tuple[int, float, dict[str, Any]]]]:
+    ) -> list[list[tuple[int, float, ChunkFields]]]:
         if mode not in self._corpus:
             raise UnknownQueryModeError(
                 f"query mode {mode!r} is not offered by recipe {self.recipe.name!r}; "
@@ -334,8 +359,32 @@ class ShardedKnowledgeBase:
     async def query(
         self, text: str, *, mode: str, top_k: int = 10, options: Mapping[str, Any] | None = None
     ) -> QueryResponse:
-        """Rank the corpus's chunks for `text` with query mode `mode`."""
-        return (await self.query_many([text], mode=mode, top_k=top_k, options=options))[0]
+        """Rank the corpus's chunks for `text` with query mode `mode`.
+
+        Queries made concurrently (the runner keeps `max_concurrent_queries` in flight) go to
+        the shards together, in one call per shard: a call to a Ray actor costs a round trip."""
+        if options:
+            return (await self.query_many([text], mode=mode, top_k=top_k, options=options))[0]
+        loop = asyncio.get_running_loop()
+        waiting = loop.create_future()
+        batch = self._batches.setdefault((mode, top_k), [])
+        batch.append((text, waiting))
+        if len(batch) == 1:  # the first of a batch sends it once the others have joined
+            loop.call_soon(lambda: loop.create_task(self._send_batch(mode, top_k)))
+        return await waiting
+
+    async def _send_batch(self, mode: str, top_k: int) -> None:
+        batch = self._batches.pop((mode, top_k), [])
+        try:
+            responses = await self.query_many([t for t, _ in batch], mode=mode, top_k=top_k)
+        except Exception as exc:
+            for _, waiting in batch:
+                if not waiting.done():
+                    waiting.set_exception(exc)
+            return
+        for (_, waiting), response in zip(batch, responses, strict=True):
+            if not waiting.done():
+                waiting.set_result(response)
 
     async def query_many(
         self,
@@ -355,7 +404,7 @@ class ShardedKnowledgeBase:
             QueryResponse(
                 query=text,
                 mode=mode,
-                results=[{**fields, "score": score} for _, score, fields in found],  # type: ignore[arg-type]
+                results=[result_fields(fields, score) for _, score, fields in found],  # type: ignore[arg-type]
                 trace={"retrieval_seconds": seconds, "candidates": len(found)},
             )
             for text, found in zip(texts, hits, strict=True)

@@ -111,6 +111,9 @@ def _kb_status(
     missing = [d.document_id for d in plan.documents if d.document_id not in keys]
     if missing:
         return "unknown", f"{len(missing)} document(s) not readable offline"
+    shards = runner.settings.shards or 1
+    if shards > 1:  # built on its shards each run, never from the cache
+        return "build", f"{shards} shards, not cached"
     found = cache.lookup(runner.recipe, unit_sources(plan, keys))
     notes = {"found": "", "missing": "", "off": "cache reading off", "uncacheable": "not cached"}
     return ("cached" if found == "found" else "build"), notes[found]
