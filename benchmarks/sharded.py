@@ -1,7 +1,8 @@
 """Sharded corpora on Ray: build and query costs of `runner.shards=N runner.executor=ray`
 against the unsharded run, per document, on a synthetic corpus.
 
-Usage: python benchmarks/sharded.py [--point DOCUMENTS QUERIES] [--shards 2] [--json PATH]
+Usage: python benchmarks/sharded.py [--point DOCUMENTS QUERIES] [--shards 2] [--sharded-only]
+           [--json PATH]
 
 For one point (default 20,000 documents, 1,000 queries; benchmarks/synthetic.py, written
 once) the runner evaluates the bm25 recipe with BEIR settings (top 100) twice, each in a
@@ -161,6 +162,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--point", type=int, nargs=2, default=(20_000, 1_000))
     parser.add_argument("--shards", type=int, default=2)
+    parser.add_argument(
+        "--sharded-only", action="store_true", help="skip the unsharded run (e.g. at 1M)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -170,7 +174,7 @@ def main() -> None:
     documents, queries = args.point
     data = corpus_dir(documents, queries)
     rows = []
-    for shards in (1, args.shards):
+    for shards in (args.shards,) if args.sharded_only else (1, args.shards):
         print(f"sharded: {documents} documents, {queries} queries, {shards} shard(s) ...")
         rows.append(
             run_script(

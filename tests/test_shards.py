@@ -189,6 +189,21 @@ def test_sharded_run_on_ray_equals_the_unsharded_run_on_a_synthetic_corpus(
     assert got.knowledge_base_manifests[0].counts["chunks"] == 2000
 
 
+def test_more_shards_than_the_cluster_has_cpus_for_fail_the_build_not_hang(
+    cluster: str, tmp_path: Path
+) -> None:
+    report = _evaluate(SampleBenchmark(), tmp_path, "three", shards=3, executor="ray")
+    errors = {(r.error.stage, r.error.message) for r in report.case_results if r.error}
+    assert len(report.case_results) == 48 and errors == {
+        (
+            "build",
+            "runner.shards=3 with runner.ray_num_cpus=1.0 needs 3 CPUs, and the Ray cluster "
+            "has 2: the shards' actors would wait for CPUs forever; use fewer shards, a "
+            "smaller ray_num_cpus or a bigger cluster",
+        )
+    }
+
+
 @pytest.mark.slow
 def test_sharded_scifact_on_ray_equals_the_unsharded_run(
     cluster: str, tmp_path: Path, scifact_dir: Path

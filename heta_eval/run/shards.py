@@ -108,6 +108,14 @@ class RayShards:
     def __init__(self, size: int, recipe: BuildPlan, store: ObjectStore, num_cpus: float) -> None:
         import ray
 
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < size * num_cpus:
+            raise ShardingError(
+                f"runner.shards={size} with runner.ray_num_cpus={num_cpus} needs "
+                f"{size * num_cpus:g} CPUs, and the Ray cluster has {cpus:g}: the shards' actors "
+                "would wait for CPUs forever; use fewer shards, a smaller ray_num_cpus or a "
+                "bigger cluster"
+            )
         self.size = size
         actor: Any = ray.remote(CorpusShard).options(num_cpus=num_cpus, max_restarts=0)
         self._actors = [actor.remote(recipe, store) for _ in range(size)]
