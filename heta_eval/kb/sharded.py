@@ -99,7 +99,7 @@ class CorpusShard:
         self.store = store
         self._parser = recipe.create_parser()
         self._chunker = recipe.create_chunker()
-        self._chunks: list[Chunk] = []
+        self._chunks: list[ChunkFields] = []  # plain tuples: a fraction of a Chunk's memory
         self._errors: dict[str, str] = {}
         self._documents = 0
         self._seconds = {"parse": 0.0, "chunk": 0.0}
@@ -125,13 +125,13 @@ class CorpusShard:
                 continue
             self._documents += 1
             t0 = time.perf_counter()
-            self._chunks.extend(self._chunker.chunk(item))
+            self._chunks.extend(chunk_fields(c) for c in self._chunker.chunk(item))
             self._seconds["chunk"] += time.perf_counter() - t0
         return len(self._chunks)
 
     def tokenize(self) -> ShardReport:
         """Pass 1: tokenise the chunks for every BM25 index."""
-        texts = [chunk.text for chunk in self._chunks]
+        texts = [chunk[1] for chunk in self._chunks]
         terms = {}
         for mode, index in self._indexes.items():
             t0 = time.perf_counter()
@@ -155,16 +155,16 @@ class CorpusShard:
         fields of a query result)."""
         found = self._indexes[mode].search(queries, top_k)
         chunks = self._chunks
-        return [[(p, s, chunk_fields(chunks[p])) for p, s in hits] for hits in found]
+        return [[(p, s, chunks[p]) for p, s in hits] for hits in found]
 
 
 # chunk_id, text, source_key, document_id, chunk_index, start_char, end_char, locator fields
-ChunkFields = tuple[str, str, str, str, int, int, int, dict[str, Any]]
+ChunkFields = tuple[str, str, str, str, int, int, int, dict[str, Any] | None]
 
 
 def chunk_fields(chunk: Chunk) -> ChunkFields:
     """What a query result needs of `chunk`, as plain values."""
-    locator = {k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS}
+    locator = {k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS} or None
     return (
         chunk.chunk_id,
         chunk.text,
@@ -187,7 +187,7 @@ def result_fields(fields: ChunkFields, score: float) -> dict[str, Any]:
         chunk_index=chunk_index,
         start_char=start,
         end_char=end,
-        **locator,
+        **(locator or {}),
     )
     return {"id": chunk_id, "text": text, "kind": "chunk", "source": source, "score": score}
 

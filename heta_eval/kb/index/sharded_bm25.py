@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Iterable, Sequence
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -135,28 +138,46 @@ class ShardBm25:
 
     def __init__(self, builder: BM25Index) -> None:
         self.builder = builder
-        self._token_ids: list[list[int]] | None = None
+        self._tokens: np.ndarray | None = None
+        self._bounds: np.ndarray | None = None
+        self._pairs = 0
         self._vocabulary: dict[str, int] = {}
         self._retriever: Any = None
         self.size = 0
 
     def tokenize(self, texts: Sequence[str]) -> ShardTerms:
-        """Pass 1: tokenise the shard's chunk texts as `BM25Index.build` does."""
+        """Pass 1: tokenise the shard's chunk texts as `BM25Index.build` does, keeping the
+        token ids in one flat int32 array (4 bytes a token, not a Python list per chunk)."""
         tokenizer = make_tokenizer(self.builder)
-        token_ids = tokenizer.tokenize(
-            list(texts), update_vocab=True, return_as="ids", show_progress=False
+        stream = tokenizer.tokenize(
+            texts, update_vocab=True, return_as="stream", show_progress=False
         )
+        flat = array("i")
+        lengths = array("q")
+        counts: Counter[int] = Counter()
+        for ids in stream:
+            flat.extend(ids)
+            lengths.append(len(ids))
+            counts.update(set(ids))
         vocabulary = tokenizer.get_vocab_dict()  # term -> local id, "" included
         terms = [""] * len(vocabulary)
         for term, local in vocabulary.items():
             terms[local] = term
         frequencies = np.zeros(len(terms), dtype=np.int64)
-        length = 0
-        for ids in token_ids:
-            length += len(ids)
-            frequencies[list(set(ids))] += 1
-        self._token_ids, self._vocabulary, self.size = token_ids, vocabulary, len(token_ids)
-        return ShardTerms(terms, frequencies, len(token_ids), length)
+        if counts:
+            frequencies[np.fromiter(counts.keys(), dtype=np.int64)] = np.fromiter(
+                counts.values(), dtype=np.int64
+            )
+        self._tokens = np.frombuffer(flat, dtype=np.int32)
+        self._bounds = np.concatenate([[0], np.cumsum(np.frombuffer(lengths, dtype=np.int64))])
+        self._pairs = int(frequencies.sum())  # (chunk, term) pairs: the matrix's entries
+        self._vocabulary, self.size = vocabulary, len(lengths)
+        return ShardTerms(terms, frequencies, len(lengths), int(self._bounds[-1]))
+
+    def _token_lists(self) -> Iterator[list[int]]:
+        tokens, bounds = self._tokens, self._bounds.tolist()
+        for start, end in pairwise(bounds):
+            yield tokens[start:end].tolist()
 
     def index(self, frequencies: np.ndarray, chunks: int, average_length: np.float64) -> None:
         """Pass 2: the shard's score matrix with the corpus's document frequencies (one per
@@ -166,7 +187,7 @@ class ShardBm25:
         from bm25s import scoring
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
-        if self._token_ids is None:
+        if self._tokens is None:
             raise RuntimeError("ShardBm25.index before tokenize")
         builder = self.builder
         retriever = bm25s.BM25(
@@ -177,14 +198,12 @@ class ShardBm25:
         for local, df in enumerate(frequencies.tolist()):
             if df != 0:
                 idf[local] = idf_of(df, N=chunks)
-        local_frequencies = np.zeros(len(frequencies), dtype=np.int64)
-        for ids in self._token_ids:
-            local_frequencies[list(set(ids))] += 1
         scores, rows, cols = scoring._build_scores_and_indices_for_matrix(
-            corpus_token_ids=self._token_ids,
+            corpus_token_ids=self._token_lists(),
             idf_array=idf,
             avg_doc_len=average_length,
-            doc_frequencies=dict(enumerate(local_frequencies.tolist())),
+            # bm25s sizes its arrays by the sum of these: the shard's (chunk, term) pairs
+            doc_frequencies={0: self._pairs},
             k1=retriever.k1,
             b=retriever.b,
             delta=retriever.delta,
@@ -205,7 +224,7 @@ class ShardBm25:
         }
         retriever.nonoccurrence_array = None
         self._retriever = retriever
-        self._token_ids = None  # the matrix holds what queries need
+        self._tokens = self._bounds = None  # the matrix holds what queries need
 
     def search(self, queries: Sequence[Sequence[str]], top_k: int) -> list[Hits]:
         """Each query's best `top_k` chunks of this shard (local positions) with a positive
