@@ -20,7 +20,6 @@ Prints a table and writes benchmarks/results/stage_timings.json (or `--json`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ sys.path.insert(0, str(REPO))
 import bm25s  # noqa: F401  (imported before timing, like the floor's libraries)
 
 from heta_eval import BenchmarkRunner, RunnerSettings
+from heta_eval.async_run import run_sync
 from heta_eval.benchmarks import BeirBenchmark, UdaBenchmark
 
 BENCHMARKS: dict[str, Any] = {
@@ -93,7 +93,7 @@ def one_run(
         report = await runner.evaluate(contents)
         return report, t1 - t0, time.perf_counter() - t1
 
-    report, load, evaluate = asyncio.run(go())
+    report, load, evaluate = run_sync(go())
     timings = report.run.timings_seconds
     row: dict[str, float] = {
         "knowledge_bases": float(len(report.knowledge_base_manifests)),

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from heta_eval.kb.chunk_file import ChunkFile, ChunkFileWriter
 from heta_eval.kb.documents import Chunk, RawSource
 from heta_eval.kb.index.base import Hits, SearchIndex, persistable
 from heta_eval.kb.protocols import BuildPlan
@@ -20,6 +21,9 @@ from heta_eval.records import (
     QueryResponse,
     SourceRef,
 )
+
+BUILD_BATCH_DOCUMENTS = 2048
+"""Documents parsed, chunked and tokenised together during a build (bounds its memory)."""
 
 
 class UnknownQueryModeError(ValueError):
@@ -64,7 +68,9 @@ class KnowledgeBase:
     ) -> None:
         self.name = name
         self.recipe = recipe
-        self._chunks = tuple(chunks)
+        # A ChunkFile (a build's, or the build cache's chunks.jsonl) reads chunks from disk by
+        # position; any other sequence is kept as given.
+        self._chunks: Sequence[Chunk] = chunks if isinstance(chunks, ChunkFile) else tuple(chunks)
         self._indexes = dict(indexes)
         self._manifest = manifest
         self._fields: list[dict[str, Any] | None] = [None] * len(self._chunks)
@@ -94,68 +100,102 @@ class KnowledgeBase:
         store: ObjectStore,
         sources: Sequence[RawSource],
         progress: StageReporter = NO_PROGRESS,
+        batch_size: int | None = None,
     ) -> KnowledgeBase:
+        """Parse, chunk and index `sources` in batches of `batch_size` documents (default
+        BUILD_BATCH_DOCUMENTS): chunks go to a chunk file and to the index builders that take
+        batches (`builder.start()`) as they are made; no list of every document or chunk is
+        held. Builders without `start` index the chunk file once it is complete."""
         started = time.perf_counter()
-        steps: list[BuildStep] = []
+        size = batch_size or BUILD_BATCH_DOCUMENTS
         errors: dict[str, str] = {}
-
-        t0 = time.perf_counter()
         parser = recipe.create_parser()
-        parsed = []
-        with progress.stage("parse", len(sources), "documents") as stage:
-            for source in sources:
-                stage.advance()
-                try:
-                    item = parser.parse(source, store.get(source.key))
-                except Exception as exc:
-                    errors[source.key] = f"{type(exc).__name__}: {exc}"
-                    continue
-                if not item.text.strip():
-                    # Nothing to index; said here so an empty file is not silently unretrievable.
-                    errors[source.key] = "EmptyDocument: no text after parsing"
-                    continue
-                parsed.append(item)
-        steps.append(
-            BuildStep(
-                name="parse",
-                component=recipe.parser["_target_"],
-                seconds=time.perf_counter() - t0,
-                counts={"sources": len(sources), "parsed": len(parsed), "failed": len(errors)},
-            )
-        )
-
-        t0 = time.perf_counter()
         chunker = recipe.create_chunker()
-        chunks: list[Chunk] = []
-        with progress.stage("chunk", len(parsed), "documents") as stage:
-            for item in parsed:
-                chunks.extend(chunker.chunk(item))
-                stage.advance()
-        steps.append(
-            BuildStep(
-                name="chunk",
-                component=recipe.chunker["_target_"],
-                seconds=time.perf_counter() - t0,
-                counts={"chunks": len(chunks)},
-            )
-        )
-
-        if not chunks:
-            raise EmptyKnowledgeBaseError(len(sources), errors)
-        indexes: dict[str, SearchIndex] = {}
-        for mode, builder in recipe.create_index_builders().items():
-            t0 = time.perf_counter()
-            with progress.stage(f"index {mode}", len(chunks), "chunks") as stage:
-                indexes[mode] = builder.build(chunks)
-                stage.advance(len(chunks))
-            steps.append(
+        builders = recipe.create_index_builders()
+        streaming = {
+            m: b.start() for m, b in builders.items() if callable(getattr(b, "start", None))
+        }
+        seconds = {"parse": 0.0, "chunk": 0.0, **{m: 0.0 for m in builders}}
+        parsed = 0
+        writer = ChunkFileWriter()
+        chunks: ChunkFile | None = None
+        try:
+            with (
+                progress.stage("parse", len(sources), "documents") as parse_stage,
+                progress.stage("chunk", len(sources), "documents") as chunk_stage,
+            ):
+                for first in range(0, len(sources), size):
+                    t0 = time.perf_counter()
+                    items = []
+                    for source in sources[first : first + size]:
+                        parse_stage.advance()
+                        try:
+                            item = parser.parse(source, store.get(source.key))
+                        except Exception as exc:
+                            errors[source.key] = f"{type(exc).__name__}: {exc}"
+                            continue
+                        if not item.text.strip():
+                            # Nothing to index; said here so an empty file is not silently
+                            # unretrievable.
+                            errors[source.key] = "EmptyDocument: no text after parsing"
+                            continue
+                        items.append(item)
+                    t1 = time.perf_counter()
+                    batch: list[Chunk] = []
+                    for item in items:
+                        batch.extend(chunker.chunk(item))
+                    chunk_stage.advance(min(size, len(sources) - first))
+                    parsed += len(items)
+                    del items
+                    writer.add(batch)
+                    t2 = time.perf_counter()
+                    seconds["parse"] += t1 - t0
+                    seconds["chunk"] += t2 - t1
+                    for mode, accumulator in streaming.items():
+                        t0 = time.perf_counter()
+                        accumulator.add(chunk.text for chunk in batch)
+                        seconds[mode] += time.perf_counter() - t0
+                    del batch
+            chunks = writer.finish()
+            steps = [
                 BuildStep(
-                    name=f"index:{mode}",
-                    component=recipe.indexes[mode]["_target_"],
-                    seconds=time.perf_counter() - t0,
+                    name="parse",
+                    component=recipe.parser["_target_"],
+                    seconds=seconds["parse"],
+                    counts={"sources": len(sources), "parsed": parsed, "failed": len(errors)},
+                ),
+                BuildStep(
+                    name="chunk",
+                    component=recipe.chunker["_target_"],
+                    seconds=seconds["chunk"],
                     counts={"chunks": len(chunks)},
+                ),
+            ]
+            if not len(chunks):
+                raise EmptyKnowledgeBaseError(len(sources), errors)
+            indexes: dict[str, SearchIndex] = {}
+            for mode, builder in builders.items():
+                t0 = time.perf_counter()
+                with progress.stage(f"index {mode}", len(chunks), "chunks") as stage:
+                    if mode in streaming:
+                        indexes[mode] = streaming.pop(mode).finish()
+                    else:
+                        indexes[mode] = builder.build(chunks)
+                    stage.advance(len(chunks))
+                steps.append(
+                    BuildStep(
+                        name=f"index:{mode}",
+                        component=recipe.indexes[mode]["_target_"],
+                        seconds=seconds[mode] + time.perf_counter() - t0,
+                        counts={"chunks": len(chunks)},
+                    )
                 )
-            )
+        except BaseException:
+            if chunks is not None:
+                chunks.close()
+            else:
+                writer.discard()
+            raise
 
         manifest = KnowledgeBaseManifest(
             name=name,
@@ -165,7 +205,7 @@ class KnowledgeBase:
             steps=tuple(steps),
             counts={
                 "sources": len(sources),
-                "documents": len(parsed),
+                "documents": parsed,
                 "chunks": len(chunks),
                 "document_errors": len(errors),
             },
@@ -185,9 +225,12 @@ class KnowledgeBase:
         (directory / "manifest.json").write_text(
             self._manifest.model_dump_json(indent=1), encoding="utf-8"
         )
-        with (directory / "chunks.jsonl").open("w", encoding="utf-8") as handle:
-            for chunk in self._chunks:
-                handle.write(chunk.model_dump_json() + "\n")
+        if isinstance(self._chunks, ChunkFile):
+            self._chunks.copy_to(directory / "chunks.jsonl")
+        else:
+            with (directory / "chunks.jsonl").open("w", encoding="utf-8") as handle:
+                for chunk in self._chunks:
+                    handle.write(chunk.model_dump_json() + "\n")
         for mode, index in self._indexes.items():
             index.save(directory / "indexes" / mode)  # type: ignore[attr-defined]
 
@@ -197,12 +240,17 @@ class KnowledgeBase:
         manifest = KnowledgeBaseManifest.model_validate_json(
             (directory / "manifest.json").read_text(encoding="utf-8")
         )
-        with (directory / "chunks.jsonl").open(encoding="utf-8") as handle:
-            chunks = [Chunk.model_validate_json(line) for line in handle if line.strip()]
-        if len(chunks) != manifest.counts.get("chunks", len(chunks)):
-            raise ValueError("chunk count differs from the manifest")
-        builders = recipe.create_index_builders()
-        indexes = {mode: builders[mode].load(directory / "indexes" / mode) for mode in builders}
+        # Chunks are read from the file when a query returns them (the entry's checksums were
+        # verified before loading); indexes that can be memory-mapped are (BM25).
+        chunks = ChunkFile.open(directory / "chunks.jsonl")
+        try:
+            if len(chunks) != manifest.counts.get("chunks", len(chunks)):
+                raise ValueError("chunk count differs from the manifest")
+            builders = recipe.create_index_builders()
+            indexes = {mode: builders[mode].load(directory / "indexes" / mode) for mode in builders}
+        except BaseException:
+            chunks.close()
+            raise
         manifest = manifest.model_copy(update={"name": name})
         return cls(name=name, recipe=recipe, chunks=chunks, indexes=indexes, manifest=manifest)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import AfterValidator
 
@@ -109,30 +110,110 @@ class BM25Index:
         stemmer = Stemmer.Stemmer(self.stemmer) if self.stemmer else None
         return Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [], splitter=split_words)
 
+    def start(self) -> BM25Builder:
+        """A builder that takes chunk texts batch by batch (`add`) and indexes them once all
+        are in (`finish`): only their token ids are kept in between, 4 bytes a token."""
+        return BM25Builder(self)
+
     def build(self, chunks: Sequence[Chunk]) -> BuiltBM25Index:
         """Tokenise and index `chunks`; positions in the result refer to this sequence."""
-        import bm25s
+        builder = self.start()
+        builder.add(chunk.text for chunk in chunks)
+        return builder.finish()
 
-        # bm25s sets its own logger to DEBUG; keep its per-build chatter out of run logs.
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
-        tokenizer = self._tokenizer()
-        tokens = tokenizer.tokenize(
-            [c.text for c in chunks], update_vocab=True, return_as="tuple", show_progress=False
-        )
-        retriever = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
-        retriever.index(tokens, show_progress=False)
-        return BuiltBM25Index(tokenizer, retriever, len(chunks))
+    def load(self, directory: Path, *, mmap: bool = True) -> BuiltBM25Index:
+        """An index saved by `BuiltBM25Index.save`, with this builder's tokenizer settings.
 
-    def load(self, directory: Path) -> BuiltBM25Index:
-        """An index saved by `BuiltBM25Index.save`, with this builder's tokenizer settings."""
+        With `mmap` (the default) bm25s memory-maps the score matrix's three arrays
+        (`data`, `indices`, `indptr`) read-only instead of reading them into memory: loading
+        costs the vocabulary, and queries read the columns of their terms from the page cache.
+        """
         import bm25s
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         tokenizer = self._tokenizer()
         tokenizer.load_vocab(str(directory))
-        retriever = bm25s.BM25.load(str(directory))
+        retriever = bm25s.BM25.load(str(directory), mmap=mmap)
         size = int(retriever.scores["num_docs"])
         return BuiltBM25Index(tokenizer, retriever, size)
+
+
+class BM25Builder:
+    """Builds one BM25 index from texts given in batches, in their order.
+
+    Each batch is tokenised as it comes (bm25s's Tokenizer, updating its vocabulary) and only
+    the token ids are kept, in one int32 array; `finish` hands them to bm25s's own index
+    construction, so the index is the one `bm25s.BM25.index` builds from the same texts
+    tokenised at once.
+    """
+
+    def __init__(self, settings: BM25Index) -> None:
+        self._settings = settings
+        self._tokenizer = settings._tokenizer()
+        self._ids = array("i")
+        self._ends = array("q")
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def add(self, texts: Iterable[str]) -> None:
+        """Tokenise `texts`, the next documents of the index."""
+        ids, ends = self._ids, self._ends
+        for doc_ids in self._tokenizer.streaming_tokenize(texts, update_vocab=True):
+            ids.extend(doc_ids)
+            ends.append(len(ids))
+
+    def finish(self) -> BuiltBM25Index:
+        """The index over every text added (positions in the order they were added)."""
+        import bm25s
+        import numpy as np
+
+        # bm25s sets its own logger to DEBUG; keep its per-build chatter out of run logs.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        settings = self._settings
+        retriever = bm25s.BM25(
+            k1=settings.k1, b=settings.b, delta=settings.delta, method=settings.method
+        )
+        ids = np.frombuffer(self._ids, dtype=np.int32) if self._ids else np.zeros(0, np.int32)
+        ends = np.frombuffer(self._ends, dtype=np.int64) if self._ends else np.zeros(0, np.int64)
+        # An object with `ids` and `vocab`, as bm25s's Tokenized: the vocabulary is the
+        # tokenizer's own dictionary, as `tokenize(..., return_as="tuple")` gives it.
+        corpus = _Tokenized(_TokenIds(ids, ends), self._tokenizer.get_vocab_dict())
+        retriever.index(corpus, show_progress=False)
+        size = len(ends)
+        self._ids, self._ends = array("i"), array("q")
+        return BuiltBM25Index(self._tokenizer, retriever, size)
+
+
+class _Tokenized(NamedTuple):
+    ids: _TokenIds
+    vocab: dict[str, int]
+
+
+class _TokenIds:
+    """Every document's token ids as lists (what bm25s iterates over), made on the fly from
+    one flat array and the offsets where each document ends."""
+
+    _BLOCK = 4096
+
+    def __init__(self, ids: Any, ends: Any) -> None:
+        self._ids = ids
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        ends = self._ends
+        start = 0
+        for first in range(0, len(ends), self._BLOCK):
+            stop = int(ends[min(first + self._BLOCK, len(ends)) - 1])
+            block = self._ids[start:stop].tolist()
+            previous = 0
+            for end in (ends[first : first + self._BLOCK] - start).tolist():
+                yield block[previous:end]
+                previous = end
+            start = stop
 
 
 class BuiltBM25Index:
