@@ -1,7 +1,7 @@
 """Scaling: build, query, scoring, memory and MLflow logging against corpus and query count.
 
 Usage: python benchmarks/scaling.py [--quick | --million | --point DOCUMENTS QUERIES]
-           [--sizes] [--json PATH]
+           [--sizes] [--cached] [--json PATH]
 
 On synthetic BEIR-layout corpora (benchmarks/synthetic.py: documents of ~150 words) the
 runner evaluates the bm25 recipe (BEIR settings: top 100, nDCG@10, Recall@100, MAP@100,
@@ -13,7 +13,9 @@ peak memory is that point's own) and the floor (floor.py) beside it:
 `--million` measures the one point of 1,000,000 documents and 10,000 queries (~1 GB of
 corpus, written once under benchmarks/results/synthetic/; run it on an otherwise idle
 machine with TMPDIR=/dev/shm); `--point D Q` any one point (e.g. 200000 1000, or 100000
-10000 to check the script before the million). `--sizes` adds bytes per document.
+10000 to check the script before the million). `--sizes` adds bytes per document;
+`--cached` times a third process that loads the first run's knowledge base from a build
+cache (its BM25 index memory-mapped) instead of building it.
 Every point also prints both whole processes (interpreter start to exit) and their ratios
 to the floor: seconds, peak memory, and whether the nDCG@10 is the floor's to the last digit.
 For each point: seconds of writing documents + building, of querying, of scoring, peak
@@ -31,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, run_script, timed, write_json
+from _common import print_table, run_script, scratch_dir, timed, write_json
 from synthetic import corpus_dir
 
 FULL = {"documents": ([1_000, 10_000, 100_000], 1_000), "queries": (10_000, [100, 1_000, 10_000])}
@@ -55,13 +57,20 @@ MILLION = (1_000_000, 10_000)
 POINT_TIMEOUT_S = 3 * 3600
 
 
-def measure(documents: int, queries: int, sizes: bool = False) -> dict[str, Any]:
+def measure(
+    documents: int, queries: int, sizes: bool = False, cached: bool = False
+) -> dict[str, Any]:
     """One grid point: the runner (with MLflow) and the floor, each in its own process, timed
     whole (interpreter start to exit); with `sizes`, bytes per document in the raw store, the
     index and the case results (measured after the runner's clock stops, but inside its
-    process time)."""
+    process time). With `cached`, the runner's run saves its knowledge base into a build
+    cache (the save is in its time) and a third process, the same run again, loads it from
+    there (the BM25 index memory-mapped) instead of building it."""
     data = corpus_dir(documents, queries)
     extra = ["--sizes"] if sizes else []
+    cache = scratch_dir("scaling-cache-") if cached else None
+    if cache is not None:
+        extra += ["--cache", str(cache)]
     runner, runner_process_s = timed(
         lambda: run_script(
             "stage_timings.py", f"beir:{data}", "--repeat", "1", *extra, timeout=POINT_TIMEOUT_S
@@ -71,6 +80,29 @@ def measure(documents: int, queries: int, sizes: bool = False) -> dict[str, Any]
     floor, floor_process_s = timed(
         lambda: run_script("floor.py", "--data", str(data), timeout=POINT_TIMEOUT_S)
     )
+    reuse: dict[str, Any] = {}
+    if cache is not None:
+        again, again_process_s = timed(
+            lambda: run_script(
+                "stage_timings.py",
+                f"beir:{data}",
+                "--repeat",
+                "1",
+                "--cache",
+                str(cache),
+                timeout=POINT_TIMEOUT_S,
+            )
+        )
+        again = next(iter(again["median"].values()))
+        if again["kb_from_cache"] != 1:
+            raise RuntimeError("the second run did not load its knowledge base from the cache")
+        reuse = {
+            "cached_build_s": again["build_s"],
+            "cached_query_s": again["query_s"],
+            "cached_process_s": again_process_s,
+            "cached_peak_rss_mb": again["peak_rss_mb"],
+            "cached_same_ndcg": again["ndcg@10"] == runner["ndcg@10"],
+        }
     build = runner["write_documents_s"] + runner["build_s"]
     memory = {}
     if sizes:
@@ -91,6 +123,7 @@ def measure(documents: int, queries: int, sizes: bool = False) -> dict[str, Any]
         "load_evaluate_s": runner["load_evaluate_s"],
         "peak_rss_mb": runner["peak_rss_mb"],
         "mlflow_log_s": runner["mlflow_start_s"] + runner["mlflow_log_report_s"],
+        "build_s": runner["build_s"],
         "ms_build_per_1k_docs": 1000 * build / (documents / 1000),
         "ms_query_per_query": 1000 * runner["query_s"] / queries,
         "ms_score_per_query": 1000 * runner["score_s"] / queries,
@@ -109,6 +142,7 @@ def measure(documents: int, queries: int, sizes: bool = False) -> dict[str, Any]
         "ndcg@10_digits": repr(runner["ndcg@10"]),
         "floor_ndcg@10_digits": repr(floor["ndcg@10"]),
         "load_avg_1m": os.getloadavg()[0],
+        **reuse,
         **memory,
     }
 
@@ -149,6 +183,18 @@ RATIO_COLUMNS = [
 ]
 
 
+CACHED_COLUMNS = [
+    "documents",
+    "build_s",
+    "process_s",
+    "peak_rss_mb",
+    "cached_build_s",
+    "cached_query_s",
+    "cached_process_s",
+    "cached_peak_rss_mb",
+    "cached_same_ndcg",
+]
+
 MEMORY_COLUMNS = [
     "peak_rss_bytes_per_document",
     "store_bytes_per_document",
@@ -169,6 +215,11 @@ def main() -> None:
         action="store_true",
         help="bytes per document in the store, the index and the case results (--million: on)",
     )
+    parser.add_argument(
+        "--cached",
+        action="store_true",
+        help="also time a run that loads the saved knowledge base (BM25 memory-mapped)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     single = MILLION if args.million else tuple(args.point) if args.point else None
@@ -177,9 +228,11 @@ def main() -> None:
     rows = []
     for axis, documents, queries in grid:
         print(f"scaling: {documents} documents, {queries} queries ...", flush=True)
-        rows.append({"axis": axis, **measure(documents, queries, sizes=sizes)})
+        rows.append({"axis": axis, **measure(documents, queries, sizes, args.cached)})
     print_table(rows, ["axis", *COLUMNS])
     print_table(rows, RATIO_COLUMNS)
+    if args.cached:
+        print_table(rows, CACHED_COLUMNS)
     if sizes:
         print_table(rows, ["documents", "floor_peak_rss_mb", *MEMORY_COLUMNS])
     write_json(args.json, rows)

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/stage_timings.py [scifact|uda_bench|uda_table|beir:DIR ...]
            [--repeat N] [--store DIR] [--top-k K] [--chunk-size N --chunk-unit chars ...]
-           [--plain-tokens] [--no-mlflow] [--sizes] [--json PATH]
+           [--plain-tokens] [--no-mlflow] [--sizes] [--cache DIR] [--json PATH]
 
 For each benchmark (the real datasets in ../shared, or any BEIR-layout directory as
 `beir:DIR`): loading (prepare + documents + cases), writing raw documents, building the
@@ -12,8 +12,9 @@ run's start (params) and `log_report` (metrics, the per-case table and the repor
 artifact) timed apart. Medians of N repeats in this process. bm25s is imported before the
 clock starts (as the floor imports its libraries); with `--store` the object store is
 shared between repeats, as in a sweep (documents are compared, not written again).
-`--sizes` adds, after the clock stops, the bytes per document in the raw store and per
-case result (in memory and as JSON).
+`--cache DIR` keeps a build cache across runs (a later run loads the knowledge base, its BM25
+index memory-mapped, instead of building it). `--sizes` adds, after the clock stops, the
+bytes per document in the raw store and per case result (in memory and as JSON).
 Prints a table and writes benchmarks/results/stage_timings.json (or `--json`).
 """
 
@@ -68,6 +69,7 @@ def one_run(
     recipe: dict[str, Any],
     mlflow: bool,
     measure_sizes: bool = False,
+    cache: Path | None = None,
 ) -> tuple[dict[str, float], Any]:
     """Stage seconds and scores of one evaluation, and its report."""
     tmp = scratch_dir("stage-timings-")
@@ -79,6 +81,8 @@ def one_run(
         settings=RunnerSettings(
             output_dir=tmp / "run",
             store_dir=store or tmp / "store",
+            cache="readwrite" if cache is not None else "off",
+            cache_dir=cache or tmp / "cache",
             workspace_dir=tmp / "data",
             state_dir=tmp / "state",
             top_k=top_k,
@@ -104,6 +108,10 @@ def one_run(
         # Seconds the writer process spent writing, beside the build (0: written inline).
         "write_in_background_s": timings.get("write_documents_in_background", 0.0),
         "build_s": timings["build"],
+        # Knowledge bases loaded from the build cache (--cache) instead of built.
+        "kb_from_cache": float(
+            sum(m.cache_status == "hit" for m in report.knowledge_base_manifests)
+        ),
         "query_s": timings["query"],
         "score_s": timings["score"],
         # Summaries, the report record and report.json: what evaluate does after scoring.
@@ -175,6 +183,12 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--store", type=Path, default=None, help="object store kept across runs")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="build cache kept across runs (a later run loads the knowledge base from it)",
+    )
     parser.add_argument("--top-k", type=int, default=None, help="default: the benchmark's")
     parser.add_argument("--chunk-size", type=int, default=None, help="default: whole documents")
     parser.add_argument("--chunk-overlap", type=int, default=0)
@@ -201,7 +215,9 @@ def main() -> None:
     results = {}
     for name in names:
         runs = [
-            one_run(name, args.store, args.top_k, recipe, not args.no_mlflow, args.sizes)[0]
+            one_run(
+                name, args.store, args.top_k, recipe, not args.no_mlflow, args.sizes, args.cache
+            )[0]
             for _ in range(args.repeat)
         ]
         results[name] = median_rows(runs)
