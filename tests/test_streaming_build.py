@@ -172,3 +172,8 @@ def test_chunk_file_reads_chunks_by_position_and_skips_blank_lines(tmp_path: Pat
     reopened = ChunkFile.open(path)
     assert list(reopened) == [*chunks, chunks[1]] and reopened[7] == chunks[1]
     reopened.close()
+
+
+def test_a_chunk_file_that_cannot_be_made_names_its_directory(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match=r"missing \(the build's temporary chunk file; TMPDIR"):
+        ChunkFileWriter(tmp_path / "missing")

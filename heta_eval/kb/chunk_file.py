@@ -32,9 +32,13 @@ class ChunkFileWriter:
     """Appends chunks to an unnamed temporary file; `finish()` turns it into a ChunkFile."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self._handle: IO[bytes] = tempfile.TemporaryFile(  # noqa: SIM115 (open while the file is read)
-            dir=directory, prefix="chunks-"
-        )
+        self._directory = str(directory or tempfile.gettempdir())
+        try:
+            self._handle: IO[bytes] = tempfile.TemporaryFile(  # noqa: SIM115 (open while read)
+                dir=self._directory, prefix="chunks-"
+            )
+        except OSError as exc:
+            raise self._error(exc) from exc
         self._ends = array("q")
         self._size = 0
 
@@ -47,13 +51,24 @@ class ChunkFileWriter:
         for line in lines:
             self._size += len(line)
             self._ends.append(self._size)
-        self._handle.write(b"".join(lines))
+        try:
+            self._handle.write(b"".join(lines))
+        except OSError as exc:
+            raise self._error(exc) from exc
+
+    def _error(self, exc: OSError) -> OSError:
+        """`exc` naming the directory of the build's chunk file (the file itself has no name)."""
+        where = f"{self._directory} (the build's temporary chunk file; TMPDIR sets where)"
+        return OSError(exc.errno, exc.strerror, where)
 
     def finish(self) -> ChunkFile:
         """The chunks written so far, readable by position."""
         import numpy as np
 
-        self._handle.flush()
+        try:
+            self._handle.flush()
+        except OSError as exc:
+            raise self._error(exc) from exc
         ends = np.frombuffer(self._ends, dtype=np.int64)
         return ChunkFile(self._handle, ends)
 
