@@ -117,6 +117,8 @@ class KnowledgeBase:
         }
         seconds = {"parse": 0.0, "chunk": 0.0, **{m: 0.0 for m in builders}}
         parsed = 0
+        # Gathered as the sources are read (a sequence of sources may make them when read).
+        source_keys: list[str] = []
         writer = ChunkFileWriter()
         chunks: ChunkFile | None = None
         try:
@@ -129,6 +131,7 @@ class KnowledgeBase:
                     items = []
                     for source in sources[first : first + size]:
                         parse_stage.advance()
+                        source_keys.append(source.key)
                         try:
                             item = parser.parse(source, store.get(source.key))
                         except Exception as exc:
@@ -201,7 +204,7 @@ class KnowledgeBase:
             name=name,
             recipe_name=recipe.name,
             query_modes=recipe.query_modes,
-            source_keys=tuple(s.key for s in sources),
+            source_keys=tuple(source_keys),
             steps=tuple(steps),
             counts={
                 "sources": len(sources),

@@ -12,8 +12,9 @@ import errno
 import hashlib
 import logging
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, overload
 
 from heta_eval.benchmarks.url_guard import PrivateHosts, fetch
 from heta_eval.kb import LocalObjectStore, ObjectStore, RawSource
@@ -59,23 +60,52 @@ def document_count(plans: Sequence[UnitPlan]) -> int:
 _RAW_SOURCE_FIELDS = set(RawSource.model_fields)  # shared: never changed
 
 
-def unit_sources(plan: UnitPlan, keys: DocumentKeys) -> list[RawSource]:
-    """The stored documents of one unit, as its build reads them."""
-    # Not validated again: every field comes from a validated document or the store's key
-    # (validating 5k sources cost 0.1-0.3 s of a SciFact run's critical path). Every source
-    # shares one set of set fields (pydantic would make one set per object: ~200 bytes each).
-    return [
-        RawSource.model_construct(
+class UnitSources(Sequence[RawSource]):
+    """The stored documents of one unit as the RawSource records its build reads, each made
+    when it is read rather than held: a corpus of a million documents would otherwise keep a
+    million records (~600 bytes each) beside its documents for the whole build."""
+
+    def __init__(self, plan: UnitPlan, keys: DocumentKeys) -> None:
+        self._documents = [d for d in plan.documents if d.document_id in keys]
+        self._keys = keys
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    @overload
+    def __getitem__(self, position: int) -> RawSource: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[RawSource]: ...
+    def __getitem__(self, position: int | slice) -> RawSource | list[RawSource]:
+        if isinstance(position, slice):
+            return [self._source(d) for d in self._documents[position]]
+        return self._source(self._documents[position])
+
+    def __iter__(self) -> Iterator[RawSource]:
+        return map(self._source, self._documents)
+
+    def _source(self, document: BenchmarkDocument) -> RawSource:
+        # Not validated again: every field comes from a validated document or the store's
+        # key (validating 5k sources cost 0.1-0.3 s of a SciFact run's critical path). Every
+        # source shares one set of set fields (pydantic would make one set per object).
+        key, sha256 = self._keys[document.document_id]
+        return RawSource.model_construct(
             _RAW_SOURCE_FIELDS,
-            key=keys[d.document_id][0],
-            document_id=d.document_id,
-            media_type=d.media_type,
-            sha256=keys[d.document_id][1],
-            metadata=d.metadata,
+            key=key,
+            document_id=document.document_id,
+            media_type=document.media_type,
+            sha256=sha256,
+            metadata=document.metadata,
         )
-        for d in plan.documents
-        if d.document_id in keys
-    ]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Sent to worker processes as the records themselves.
+        return (list, (list(self),))
+
+
+def unit_sources(plan: UnitPlan, keys: DocumentKeys) -> UnitSources:
+    """The stored documents of one unit, as its build reads them (made when read)."""
+    return UnitSources(plan, keys)
 
 
 class DocumentStorage:
