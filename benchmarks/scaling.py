@@ -65,7 +65,8 @@ def measure(
     index and the case results (measured after the runner's clock stops, but inside its
     process time). With `cached`, the runner's run saves its knowledge base into a build
     cache (the save is in its time) and a third process, the same run again, loads it from
-    there (the BM25 index memory-mapped) instead of building it."""
+    there (the BM25 index memory-mapped) instead of building it; that run also takes its
+    query responses from the cache's response store, so its query seconds are not timed."""
     data = corpus_dir(documents, queries)
     extra = ["--sizes"] if sizes else []
     cache = scratch_dir("scaling-cache-") if cached else None
@@ -98,7 +99,6 @@ def measure(
             raise RuntimeError("the second run did not load its knowledge base from the cache")
         reuse = {
             "cached_load_s": again["kb_load_s"],
-            "cached_query_s": again["query_s"],
             "cached_process_s": again_process_s,
             "cached_peak_rss_mb": again["peak_rss_mb"],
             "cached_same_ndcg": again["ndcg@10"] == runner["ndcg@10"],
@@ -189,7 +189,6 @@ CACHED_COLUMNS = [
     "process_s",
     "peak_rss_mb",
     "cached_load_s",
-    "cached_query_s",
     "cached_process_s",
     "cached_peak_rss_mb",
     "cached_same_ndcg",
