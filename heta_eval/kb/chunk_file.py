@@ -107,7 +107,8 @@ class ChunkFile(Sequence[Chunk]):
         if offset and (not len(positions) or positions[-1] != offset):
             positions = np.append(positions, offset)  # a last line without its newline
         starts = np.concatenate([[0], positions[:-1]])
-        # Blank lines (a lone newline, or whitespace) are not chunks.
+        # Empty lines are not chunks (when there is one, every line is checked for only
+        # whitespace too, as a hand-edited file might have).
         keep = positions - starts > 1
         if not keep.all():
             lines = [_read(handle.fileno(), s, e) for s, e in zip(starts, positions, strict=True)]
