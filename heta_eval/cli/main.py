@@ -34,7 +34,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
     from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
-    from heta_eval.tracking.sweep import (
+    from heta_eval.tracking.sweep_ids import (
         parent_run_id,
         read_sweep_id,
         read_swept_keys,
