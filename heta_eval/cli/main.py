@@ -56,7 +56,10 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     parent = sweep_id = job_num = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
-        parent = parent_run_id(hydra_cfg.sweep.dir)
+        from heta_eval.run import sweep_workers
+
+        # A sweep whose parent run the shared tracker worker is still opening: filled in there.
+        parent = parent_run_id(hydra_cfg.sweep.dir) or sweep_workers.parent_placeholder()
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
         job_num = int(hydra_cfg.job.num)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []

@@ -359,7 +359,7 @@ class RunLifecycle:
                 run_name=run_name,
                 config=config,
                 tags=tags,
-                parent_run_id=self.parent_run_id,
+                parent_run_id=sweep_workers.resolve_parent(self.parent_run_id),
                 start_time=self.began,
             )
 

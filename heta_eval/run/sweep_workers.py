@@ -35,6 +35,11 @@ _enabled = False
 _tracker_link: WorkerLink | None = None
 _pages: HtmlPages | None = None
 _finishing: dict[str, Future[Any]] = {}  # run state directory -> its `finish` call
+_parent: Future[str | None] | None = None  # the parent run being opened in the shared worker
+
+PARENT_PLACEHOLDER = "@sweep-parent"
+"""A job's parent run id while the shared worker is still opening it: the worker puts the
+parent's id in its place (it opens the parent before it reads the job's calls)."""
 
 
 def enable() -> None:
@@ -82,6 +87,33 @@ def wait_for_state(state_dir: Path, timeout: float = FINISH_TIMEOUT) -> None:
     if call is not None:
         with contextlib.suppress(Exception):  # its failure was logged when it came
             call.exception(timeout=timeout)
+
+
+def opening_parent(run_id: Future[str | None]) -> None:
+    """The shared worker is opening the sweep's parent run; `run_id` resolves to its id
+    (None when it could not be created)."""
+    global _parent
+    with _lock:
+        _parent = run_id
+
+
+def parent_placeholder() -> str | None:
+    """What a job gives as its parent run id while the parent is being opened (then the
+    shared worker fills it in); None when no parent is being opened."""
+    return PARENT_PLACEHOLDER if _parent is not None else None
+
+
+def resolve_parent(run_id: str | None, timeout: float = FINISH_TIMEOUT) -> str | None:
+    """`run_id`, or for the placeholder the parent's id once opened (None if it failed)."""
+    if run_id != PARENT_PLACEHOLDER:
+        return run_id
+    parent = _parent
+    if parent is None:
+        return None
+    try:
+        return parent.result(timeout=timeout)
+    except Exception:
+        return None
 
 
 def html_pages() -> HtmlPages:

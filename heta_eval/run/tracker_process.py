@@ -58,7 +58,7 @@ class TrackerWorkerError(RuntimeError):
 _WorkerGone = WorkerGone
 
 
-def _spawn_link() -> WorkerLink:
+def spawn_link() -> WorkerLink:
     """A worker: the one `heta-eval` started early (the first run only), else a new one."""
     early = tracker_worker.take_early() if WORKER == tracker_worker.MODULE else None
     return WorkerLink(early or tracker_worker.spawn(WORKER))
@@ -134,10 +134,10 @@ class TrackerProcess:
             return
         try:
             if sweep_workers.enabled():
-                self._link = sweep_workers.tracker_link(_spawn_link)
+                self._link = sweep_workers.tracker_link(spawn_link)
                 self._shared = True
             else:
-                self._link = _spawn_link()
+                self._link = spawn_link()
         except OSError as exc:
             log.warning("MLflow tracking worker not started (%s); tracking in-process", exc)
             self._in_process = True
@@ -425,7 +425,8 @@ class TrackerProcess:
     def _start_here(self) -> None:
         assert self._begun is not None and self._begun[0] == "start"
         kwargs, state_dir = self._begun[1]
-        self._local.start(**kwargs)
+        parent = sweep_workers.resolve_parent(kwargs.get("parent_run_id"))
+        self._local.start(**{**kwargs, "parent_run_id": parent})
         if state_dir is not None:
             from heta_eval.run.state import save_tracking_run
 

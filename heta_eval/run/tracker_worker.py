@@ -7,11 +7,13 @@ imported and its store opened once). A run's first call is
 `{"op": "init", "spec": TRACKING SPEC, "log_level": N}`: it creates the run's tracker from the
 spec (the unmasked `tracking` config, never written anywhere) and connects it. Its later calls
 are `{"op": "start" | "resume" | "report" | "log_report" | "finish" | "log_artifact" | "end" |
-"describe", ...}` (`report` sends the report ahead, to be read while the artifacts are
-written; `finish` logs the report, records the completion and ends the run in one call; a
-call with `"forget": true` is the run's last). Every line gets one answer line, in order:
-`{"value": ..., "run_id": ...}` or `{"error": "Type: message", "run_id": ...}`. Log records
-of level `log_level` and above go out between answers as `{"log": [LOGGER, LEVEL, MESSAGE]}`.
+"describe" | "sweep_start" | "sweep_end", ...}`: `report` sends the report ahead, to be read
+while the artifacts are written; `finish` logs the report, records the completion and ends
+the run in one call; a call with `"forget": true` is the run's last; the `sweep_` calls open
+and close a sweep's parent run (`tracking.sweep_parent.sweep_call`). Every line gets one
+answer line, in order: `{"value": ..., "run_id": ...}` or `{"error": "Type: message",
+"run_id": ...}`. Log records of level `log_level` and above go out between answers as
+`{"log": [LOGGER, LEVEL, MESSAGE]}`.
 
 Its input closing (the run or the sweep ended, or its process was killed) ends it once the
 calls already read are done, without ending the tracking run: a killed evaluation's run
@@ -37,6 +39,8 @@ from pathlib import Path
 from typing import IO, Any
 
 MODULE = "heta_eval.run.tracker_worker"
+PARENT_PLACEHOLDER = "@sweep-parent"  # as `run.sweep_workers.PARENT_PLACEHOLDER`
+SWEEP_KEY = "sweep"  # the tracker of a sweep's parent run (`run.parent_process`)
 _early: subprocess.Popen[str] | None = None
 
 
@@ -164,6 +168,10 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
     if op == "log_artifact":
         tracker.log_artifact(Path(call["path"]))
         return None
+    if op in ("sweep_start", "sweep_end"):
+        from heta_eval.tracking.sweep_parent import sweep_call
+
+        return sweep_call(tracker, call)
     if op == "end":
         tracker.end(call["status"])
         return None
@@ -227,6 +235,11 @@ def main() -> int:
                 kept[key] = {}
                 value: Any = "ready"
             else:
+                if call.get("parent_run_id") == PARENT_PLACEHOLDER:
+                    # A sweep job started before its parent's id came back: the parent was
+                    # opened here, by the call read before this one's.
+                    parent = trackers.get(SWEEP_KEY)
+                    call["parent_run_id"] = parent.run_id if parent is not None else None
                 value = _call(trackers[key], call, kept[key])
         except Exception as exc:
             if first:

@@ -54,7 +54,6 @@ from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
 from heta_eval.tracking.sweep_end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
 from heta_eval.tracking.sweep_end import PARENT_TAG as PARENT_TAG
 from heta_eval.tracking.sweep_end import SUMMARY_TABLE as SUMMARY_TABLE
-from heta_eval.tracking.sweep_end import SweepRow, summarise_sweep
 from heta_eval.tracking.sweep_ids import KIND_TAG as KIND_TAG
 from heta_eval.tracking.sweep_ids import PARENT_RUN_FILE as PARENT_RUN_FILE
 from heta_eval.tracking.sweep_ids import SWEEP_ID_FILE as SWEEP_ID_FILE
@@ -68,10 +67,7 @@ from heta_eval.tracking.sweep_ids import sweep_id
 from heta_eval.tracking.sweep_ids import swept_first as swept_first
 from heta_eval.tracking.sweep_parent import (
     LOCAL_LAUNCHERS,
-    end_orphans,
-    log_params,
-    set_tags,
-    unfinished_parent,
+    warn_not_created,
 )
 from heta_eval.tracking.sweep_summary import write_job_record
 
@@ -116,9 +112,10 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         logging.getLogger("alembic").setLevel(logging.WARNING)
-        tracker = mlflow_tracker(config)
-        if tracker is None:
+        found = mlflow_tracker(config)
+        if found is None:
             return
+        tracker, spec = found
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         fields = parent_fields(config, sweep_dir, kwargs.get("config_name"))
@@ -137,106 +134,56 @@ class MlflowSweepCallback(Callback):
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
         self._optimized = OmegaConf.select(config, "optimized_metric", default=None)
-        try:
-            self._start_parent(tracker, sweep_dir, sid, params, tags)
-            if self._launcher == "basic":
-                from heta_eval.run import sweep_workers
+        if self._launcher == "basic":
+            from heta_eval.run import sweep_workers
 
-                # The jobs run in this process, one after another: one tracker worker and
-                # one figure worker for all of them.
-                sweep_workers.enable()
+            # The jobs run in this process, one after another: one tracker worker (which
+            # also opens and closes the parent run) and one figure worker for all of them.
+            sweep_workers.enable()
+        try:
+            parent = self._open_parent(tracker, spec, sweep_dir, sid, params, tags)
+            self._arm(parent, sweep_dir, sid)
         except Exception as exc:
             # A tracking server that is down must not stop the sweep: its jobs keep their
             # own tracking data in the outbox (heta-eval-sync), without a parent run.
-            refused = access_problem(tracker.uri, exc, tracker.experiment)
-            if refused:
-                log.warning(
-                    "MLflow parent run of sweep %s not created: %s. The jobs keep their "
-                    "tracking data in %s/tracking_outbox (upload it once you have access "
-                    "with: heta-eval-sync --root %s)",
-                    sweep_dir,
-                    refused,
-                    tracker.root,
-                    tracker.root,
-                )
-            else:
-                log.warning(
-                    "MLflow parent run of sweep %s not created (%s: %s); the jobs run without "
-                    "a parent run and keep their tracking data in %s/tracking_outbox if MLflow "
-                    "stays unreachable (upload with: heta-eval-sync --root %s)",
-                    sweep_dir,
-                    type(exc).__name__,
-                    str(exc).splitlines()[0][:300] if str(exc) else "",
-                    tracker.root,
-                    tracker.root,
-                )
-            if self._armed:
-                self._at_exit()
-                self._disarm()
+            refused = getattr(exc, "refused", None) or access_problem(
+                tracker.uri, exc, tracker.experiment
+            )
+            warn_not_created(sweep_dir, tracker.root, refused, exc)
 
-    def _start_parent(
+    def _open_parent(
         self,
         tracker: Any,
+        spec: dict[str, Any],
         sweep_dir: Path,
         sid: str,
         params: dict[str, str],
         tags: dict[str, str],
-    ) -> None:
-        """Create (or resume) the parent run, arm its ending and let the jobs find it."""
-        # A parent that cannot be created raises (no outbox entry for it); once it exists,
-        # an outage keeps its final status in the outbox.
-        tracker.use_outbox = False
-        # Creates the store and the experiment here, before any (parallel) job starts.
-        experiment_id = tracker.experiment_id()
-        previous = unfinished_parent(tracker.client, experiment_id, sid)
-        if previous is None:
-            name = self._run_name or f"sweep {sweep_dir.name}"
-            tracker.start(run_name=name, config={}, tags=tags)
-            self._arm(tracker, sweep_dir, sid)
-            log_params(tracker.client, tracker.run_id, params, existing={})
-            log.info("MLflow parent run %s for sweep %s", tracker.run_id, sweep_dir)
-        else:
-            tracker.run_id = previous.info.run_id
-            tracker.client.update_run(tracker.run_id, status="RUNNING")
-            self._arm(tracker, sweep_dir, sid)
-            attempts = int(previous.data.tags.get("heta_eval.sweep_attempts", "1")) + 1
-            tags["heta_eval.sweep_attempts"] = str(attempts)
-            log_params(tracker.client, tracker.run_id, params, previous.data.params)
-            log.info(
-                "MLflow parent run %s (%s, sweep_id %s) resumed for sweep %s",
-                tracker.run_id,
-                previous.info.status,
-                sid,
-                sweep_dir,
-            )
-        set_tags(tracker.client, tracker.run_id, tags)
-        tracker.use_outbox = True
+    ) -> Any:
+        """Create (or resume) the parent run in a tracker worker (`run.parent_process`), or
+        here when the worker cannot; raises when it cannot be created."""
+        from heta_eval.run.parent_process import ParentHere, ParentProcess
+        from heta_eval.run.worker_link import WorkerGone
+
+        shared = self._launcher == "basic"
+        parent: Any = ParentProcess(tracker, spec, shared=shared)
+        try:
+            # Jobs in this process need not wait for it: the shared worker opens the parent
+            # before it reads their calls (launchers' worker processes read its id).
+            parent.open(sweep_dir, sid, params, tags, self._run_name, wait=not shared)
+        except (WorkerGone, OSError) as gone:
+            log.warning("the MLflow tracking worker %s; the parent run is created here", gone)
+            parent = ParentHere(tracker)
+            parent.open(sweep_dir, sid, params, tags, self._run_name)
+        return parent
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if not self._armed:
             return
         self._disarm()
         _finish_jobs()
-        status = "FINISHED"
-        try:
-            unfinished = [row for row in self._summarise() if not row.ok]
-            if unfinished:
-                status = "FAILED"  # a sweeper that tolerates failures (Optuna) got here
-                log.warning(
-                    "sweep run %s ends FAILED: %s",
-                    self._tracker.run_id,
-                    "; ".join(
-                        f"{row.run_name or row.run_id} is {row.status}"
-                        + (f" ({row.error})" if row.error else "")
-                        for row in unfinished
-                    ),
-                )
-        except Exception as exc:  # the sweep ran; a missing summary does not fail it
-            log.warning("could not summarise sweep run %s: %s", self._tracker.run_id, exc)
-        try:
-            self._tracker.end(status)  # an unreachable server: the status goes to the outbox
-        except Exception as exc:
-            log.warning("could not end sweep run %s: %s", self._tracker.run_id, exc)
+        assert self._sweep_dir is not None
+        self._tracker.close(self._sweep_dir, self._optimized, self._suite)
         from heta_eval.run import sweep_workers
 
         sweep_workers.shutdown()
@@ -254,8 +201,8 @@ class MlflowSweepCallback(Callback):
             if hydra_cfg.mode != RunMode.MULTIRUN:
                 return
             sweep_dir = Path(hydra_cfg.sweep.dir)
-            if parent_run_id(sweep_dir) is None:
-                return
+            if parent_run_id(sweep_dir) is None and read_sweep_id(sweep_dir) is None:
+                return  # an untracked sweep
             failed = job_return.status == JobStatus.FAILED
             error = getattr(job_return, "_return_value", None) if failed else None
             write_job_record(
@@ -272,15 +219,16 @@ class MlflowSweepCallback(Callback):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _arm(self, tracker: Any, sweep_dir: Path, sid: str) -> None:
+    def _arm(self, parent: Any, sweep_dir: Path, sid: str) -> None:
         """The parent run exists: end it at exit, and let the jobs find it."""
-        self._tracker = tracker
+        self._tracker = parent
         self._sweep_dir = sweep_dir
         self._armed = True
         atexit.register(self._at_exit)
         self._exit_on_signals()
         (sweep_dir / SWEEP_ID_FILE).write_text(sid, encoding="utf-8")
-        (sweep_dir / PARENT_RUN_FILE).write_text(tracker.run_id, encoding="utf-8")
+        if parent.run_id is not None:  # else written once the worker has opened it
+            (sweep_dir / PARENT_RUN_FILE).write_text(parent.run_id, encoding="utf-8")
 
     def _exit_on_signals(self) -> None:
         """SIGTERM/SIGHUP (scancel, a closed terminal) exit through atexit, not past it."""
@@ -310,25 +258,15 @@ class MlflowSweepCallback(Callback):
             return
         self._armed = False
         _finish_jobs()
-        client, run_id = self._tracker.client, self._tracker.run_id
-        try:
-            parent = client.get_run(run_id)
-            if parent.info.status != "RUNNING":
-                return
-            if self._launcher in LOCAL_LAUNCHERS:
-                end_orphans(client, parent.info.experiment_id, run_id, self._started_ms)
-            self._summarise()
-        except Exception as exc:
-            log.warning("could not summarise sweep run %s: %s", run_id, exc)
-        try:
-            self._tracker.end(self._exit_status)
-        except Exception as exc:
-            log.warning("could not end sweep run %s: %s", run_id, exc)
-
-    def _summarise(self) -> list[SweepRow]:
-        """Log the sweep's summary to the parent and print its jobs' table (`sweep_end`)."""
         assert self._sweep_dir is not None
-        return summarise_sweep(self._tracker, self._sweep_dir, self._optimized, self._suite)
+        since = self._started_ms if self._launcher in LOCAL_LAUNCHERS else None
+        self._tracker.close(
+            self._sweep_dir,
+            self._optimized,
+            self._suite,
+            exit_status=self._exit_status,
+            end_orphans_since=since,
+        )
 
 
 def _finish_jobs() -> None:

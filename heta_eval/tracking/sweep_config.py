@@ -87,8 +87,9 @@ def sweeper_params(config: DictConfig) -> list[str]:
     return [f"{k}={v}" for k, v in params.items()]
 
 
-def mlflow_tracker(config: DictConfig) -> Any:
-    """The sweep's MlflowTracker (for its parent run); None when it tracks otherwise."""
+def mlflow_tracker(config: DictConfig) -> tuple[Any, dict[str, Any]] | None:
+    """The sweep's MlflowTracker (for its parent run) and its spec (the resolved `tracking`
+    config); None when it tracks otherwise."""
     from hydra.core.hydra_config import HydraConfig
 
     from heta_eval.config.components import instantiate
@@ -100,7 +101,7 @@ def mlflow_tracker(config: DictConfig) -> Any:
     if not isinstance(spec, dict) or not str(spec.get("_target_", "")).endswith("MlflowTracker"):
         return None
     tracker = instantiate(spec)
-    return tracker if isinstance(tracker, MlflowTracker) else None
+    return (tracker, spec) if isinstance(tracker, MlflowTracker) else None
 
 
 def suite(config: DictConfig) -> Any:
