@@ -128,6 +128,10 @@ class MlflowSweepCallback(Callback):
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
+        from heta_eval.tracking.naming import source_name
+
+        # This process's program, not the tracker worker's that creates the run.
+        tags["mlflow.source.name"] = source_name()
         # The jobs name their runs with the swept settings first (`#1 sample/bm25 chunk_size=128`).
         (sweep_dir / SWEPT_KEYS_FILE).write_text(json.dumps(sorted(swept)), encoding="utf-8")
         self._run_name = parent_name(tags, overrides, swept)
