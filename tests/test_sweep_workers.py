@@ -7,6 +7,7 @@ processes on the bundled sample benchmark, the store read back with MlflowClient
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -48,7 +49,7 @@ def _sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
             seen |= _tracker_workers(proc.pid)
-            time.sleep(0.02)
+            time.sleep(0.1)  # a worker per job (before) lived for seconds
         stdout, stderr = proc.communicate(timeout=60)
     done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
     assert done.returncode == 0, stderr + job_logs(root)
@@ -101,3 +102,39 @@ def test_a_later_job_of_the_same_identity_reuses_the_earlier_one(tmp_path: Path)
     assert second.data.tags["heta_eval.reused_from.run_id"] == first.info.run_id
     assert second.data.metrics["bm25.ndcg_at_10"] == first.data.metrics["bm25.ndcg_at_10"]
     assert "reusing that result" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_a_terminated_sweep_leaves_its_finished_jobs_complete(tmp_path: Path) -> None:
+    # SIGTERM once a job has finished: what the jobs handed over is finished before the
+    # process exits, so every job that finished has its complete run, and the parent ends
+    # KILLED with their summary.
+    from heta_eval.tracking.sweep_summary import JOBS_DIR
+
+    root = tmp_path / "outputs"
+    env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning")
+    command = [sys.executable, "-m", "heta_eval", "-m", f"paths.root={root}"]
+    command += ["recipe.chunk_size=range(8,800,8)"]
+    with subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        deadline = time.monotonic() + 120
+        while not list(root.glob(f"multiruns/*/*/{JOBS_DIR}/*.json")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no job finished"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    finished = [r for r in _children(root) if r.info.status == "FINISHED"]
+    assert finished, stderr
+    for run in finished:
+        files = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"report.json", "report.html", "case_results.json"} <= files, files
+    (parent,) = [
+        r
+        for r in client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
+        if r.data.tags.get("heta_eval.kind") == "sweep"
+    ]
+    assert parent.info.status == "KILLED"
+    assert parent.data.metrics["sweep.jobs_finished"] == len(finished)

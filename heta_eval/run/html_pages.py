@@ -18,6 +18,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ class HtmlPages:
         self._worker: subprocess.Popen[str] | None = None
         self._queue: queue.Queue[Page | threading.Event] = queue.Queue()
         self._thread: threading.Thread | None = None
+        self._stderr: deque[str] = deque(maxlen=20)
         self._start_worker()
 
     def _start_worker(self) -> None:
@@ -53,6 +55,17 @@ class HtmlPages:
         except OSError as exc:
             log.debug("report.html worker not started (%s); drawing in-process", exc)
             self._worker = None
+            return
+        # Its stderr is read all along (a full pipe would stop it mid-sweep), its last lines
+        # kept to say why it failed.
+        threading.Thread(
+            target=self._read_stderr, args=(self._worker.stderr,), name="html-stderr", daemon=True
+        ).start()
+
+    def _read_stderr(self, stream: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                self._stderr.append(line.rstrip())
 
     def submit(
         self, report: EvaluationReport, html: Path, then: Callable[[Path], None] | None = None
@@ -141,4 +154,4 @@ class HtmlPages:
                 worker.kill()
             worker.wait()
             return None
-        return answer_pngs(line)
+        return answer_pngs(line, "\n".join(self._stderr))
