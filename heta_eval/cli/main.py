@@ -223,6 +223,16 @@ def main() -> None:
         sys.exit(status)
     if _finished_single_run:
         exit_without_teardown()
+        return
+    from heta_eval.run import sweep_workers
+
+    if sweep_workers.enabled():
+        # A finished sweep whose jobs ran here: its exit handlers now (everything the jobs
+        # handed over is finished, the workers stopped), then no teardown of what they loaded.
+        import atexit
+
+        atexit._run_exitfuncs()
+        exit_without_teardown()
 
 
 def exit_without_teardown() -> None:

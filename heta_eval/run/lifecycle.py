@@ -243,7 +243,6 @@ class RunLifecycle:
         from heta_eval.run.html_pages import REPORT_HTML
 
         assert self.worker is not None
-        self.worker.prepare_report(report)
         paths = write_run_artifacts(
             report, self.settings.output_dir, self.components.resolved, html=False
         )

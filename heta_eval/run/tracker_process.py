@@ -249,7 +249,9 @@ class TrackerProcess:
                 "forget": not more,
             }
             if report is not self._prepared:
-                call["report"] = report.model_dump_json()
+                # The worker reads report.json (just written) rather than a second copy of
+                # the report serialised here.
+                call["report_path"] = str(artifacts["report"])
             self._prepared = None
             finishing = self._detach(call)
             if state_dir is not None:
