@@ -34,7 +34,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
     from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
-    from heta_eval.tracking.sweep import (
+    from heta_eval.tracking.sweep_ids import (
         parent_run_id,
         read_sweep_id,
         read_swept_keys,
@@ -56,7 +56,10 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     parent = sweep_id = job_num = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
-        parent = parent_run_id(hydra_cfg.sweep.dir)
+        from heta_eval.run import sweep_workers
+
+        # A sweep whose parent run the shared tracker worker is still opening: filled in there.
+        parent = parent_run_id(hydra_cfg.sweep.dir) or sweep_workers.parent_placeholder()
         sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
         job_num = int(hydra_cfg.job.num)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
@@ -219,6 +222,16 @@ def main() -> None:
         )
         sys.exit(status)
     if _finished_single_run:
+        exit_without_teardown()
+        return
+    from heta_eval.run import sweep_workers
+
+    if sweep_workers.enabled():
+        # A finished sweep whose jobs ran here: its exit handlers now (everything the jobs
+        # handed over is finished, the workers stopped), then no teardown of what they loaded.
+        import atexit
+
+        atexit._run_exitfuncs()
         exit_without_teardown()
 
 

@@ -98,8 +98,14 @@ class HtmlRenderer:
 
 def _drawn(out: str, err: str) -> list[bytes]:
     """The worker's figures from its answer; raises with its reason when it failed."""
+    return answer_pngs(out.splitlines()[0] if out.strip() else "", err)
+
+
+def answer_pngs(line: str, err: str = "") -> list[bytes]:
+    """The figures of one answer line of the report.html worker; raises with its reason
+    when it failed."""
     try:
-        answer = json.loads(out)
+        answer = json.loads(line)
     except ValueError:
         answer = None
     if isinstance(answer, dict) and isinstance(answer.get("pngs"), list):
@@ -114,19 +120,25 @@ def write_run_artifacts(
     out: Path,
     resolved: Mapping[str, Any],
     renderer: HtmlRenderer | None = None,
+    *,
+    html: bool = True,
 ) -> dict[str, Path]:
     """Write the run's files into `out`; returns them by role (report, config, html).
 
-    report.html is a view: a failure to render it is logged, never fatal."""
+    report.html is a view: a failure to render it is logged, never fatal. Without `html`,
+    it is left to the caller (a sweep's job hands it to `html_pages.HtmlPages`)."""
     from omegaconf import OmegaConf
 
     out.mkdir(parents=True, exist_ok=True)
-    html = out / REPORT_HTML
-    renderer = renderer or HtmlRenderer()
-    try:
-        renderer.submit(report, html)  # its figures are drawn while the files below are written
-    except Exception as exc:
-        log.warning("could not render %s: %s: %s", html, type(exc).__name__, exc)
+    page = out / REPORT_HTML
+    if html:
+        renderer = renderer or HtmlRenderer()
+        try:
+            renderer.submit(report, page)  # figures drawn while the files below are written
+        except Exception as exc:
+            log.warning("could not render %s: %s: %s", page, type(exc).__name__, exc)
+            renderer = None
+    else:
         renderer = None
     artifacts = {"report": report.write_json(out / REPORT_JSON)}
     config = out / RESOLVED_CONFIG
@@ -136,5 +148,5 @@ def write_run_artifacts(
         try:
             artifacts["html"] = renderer.finish()
         except Exception as exc:
-            log.warning("could not write %s: %s: %s", html, type(exc).__name__, exc)
+            log.warning("could not write %s: %s: %s", page, type(exc).__name__, exc)
     return artifacts

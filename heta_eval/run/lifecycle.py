@@ -16,7 +16,9 @@ order of a run:
    evaluated again) or a fresh evaluation starts, tracked from its start (the tracking run
    exists, and its id is saved in the run state, even if the evaluation is killed);
 5. report.json, report.html and config.resolved.yaml are written once, logged, and the
-   completion marker records the identity and the report's digest;
+   completion marker records the identity and the report's digest (a sweep's job in the
+   launching process hands logging, the marker and report.html to the sweep's workers and
+   returns: `run.sweep_workers`);
 6. `runner.max_failure_rate` is checked, for evaluated and reused results alike.
 """
 
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from heta_eval import __version__
 from heta_eval.async_run import run_sync
+from heta_eval.run import sweep_workers
 from heta_eval.run.artifacts import HtmlRenderer
 from heta_eval.run.units import heap_frozen
 
@@ -134,13 +137,22 @@ class RunLifecycle:
                 target=self.tracker.connect, name="tracker-connect", daemon=True
             )
             connecting.start()
-        self.renderer.start()
+        if self._hands_over:
+            sweep_workers.html_pages()  # the sweep's figure worker starts with its first job
+        else:
+            self.renderer.start()
         try:
             return await self._run(connecting)
         finally:
             self.renderer.close()
             if self.worker is not None:
                 self.worker.close()
+
+    @property
+    def _hands_over(self) -> bool:
+        """Whether this run is a sweep's job that hands its last steps (logging, its
+        completion, report.html) to the sweep's workers instead of waiting for them."""
+        return self.worker is not None and self.worker.shared
 
     async def _run(self, connecting: threading.Thread | None) -> EvaluationReport:
         from heta_eval.run.identity import components_code_digest, run_identity
@@ -153,6 +165,9 @@ class RunLifecycle:
             loaded = await runner.load()
             identity = run_identity(self.components.config_hash, loaded.data_digest, code)
             state = RunState(self.settings.state_dir, identity)
+            if self._hands_over:
+                # An earlier job of this sweep with the same identity may still be finishing.
+                sweep_workers.wait_for_state(state.directory)
             if not self.settings.resume:
                 state.reset()
             completed = state.completed()
@@ -203,6 +218,8 @@ class RunLifecycle:
             report = report.model_copy(
                 update={"run": report.run.model_copy(update={"tracking": tracking})}
             )
+            if self._hands_over:
+                return self._hand_over(report, state.directory)
             paths = self._write_artifacts(report)
             self.tracker.log_report(report, paths)
             state.mark_completed(paths["report"], report, self.tracker.run_id)
@@ -210,9 +227,38 @@ class RunLifecycle:
         except BaseException as exc:
             with contextlib.suppress(OSError):  # the error being raised says more
                 journal.close()
-            self.tracker.end(_end_status(exc))
+            if not getattr(exc, "handed_over", False):
+                self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
+        return self._with_where(report)
+
+    def _hand_over(self, report: EvaluationReport, state_dir: Path | None) -> EvaluationReport:
+        """A sweep job's end: report.json and the resolved config written here; logging
+        them, recording the completion in `state_dir` and ending the run handed to the
+        sweep's tracker worker, report.html to its page writer (logged once written); the
+        next job starts meanwhile. A failure before the hand-over raises as in a run."""
+        from heta_eval.run.artifacts import write_run_artifacts
+        from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
+        from heta_eval.run.html_pages import REPORT_HTML
+
+        assert self.worker is not None
+        paths = write_run_artifacts(
+            report, self.settings.output_dir, self.components.resolved, html=False
+        )
+        failure: FailureRateExceededError | None = None
+        try:
+            check_failure_rate(report, self.settings.max_failure_rate)
+        except FailureRateExceededError as exc:
+            failure = exc
+        status = "FAILED" if failure else "FINISHED"
+        self.worker.hand_over(report, paths, status=status, state_dir=state_dir, more=True)
+        sweep_workers.html_pages().submit(
+            report, self.settings.output_dir / REPORT_HTML, then=self.worker.log_artifact
+        )
+        if failure is not None:
+            failure.handed_over = True  # type: ignore[attr-defined]  (ended by the worker)
+            raise failure
         return self._with_where(report)
 
     # -- reusing ----------------------------------------------------------------------------
@@ -257,6 +303,13 @@ class RunLifecycle:
             }
         )
         report = previous.model_copy(update={"run": run})
+        if self._hands_over:
+            try:
+                return self._hand_over(report, None)
+            except BaseException as exc:
+                if not getattr(exc, "handed_over", False):
+                    self.tracker.end(_end_status(exc))
+                raise
         try:
             paths = self._write_artifacts(report)
             self.tracker.log_report(report, paths)
@@ -305,7 +358,7 @@ class RunLifecycle:
                 run_name=run_name,
                 config=config,
                 tags=tags,
-                parent_run_id=self.parent_run_id,
+                parent_run_id=sweep_workers.resolve_parent(self.parent_run_id),
                 start_time=self.began,
             )
 

@@ -162,18 +162,7 @@ class RunState:
     ) -> None:
         """Keep the state's own copy of the report (run directories may be shared, edited or
         removed) and record that this identity finished."""
-        kept = self.directory / REPORT
-        copy_atomically(report_path, kept)
-        marker = CompletionMarker(
-            identity=self.identity,
-            report_id=report.report_id,
-            report_sha256=file_sha256(kept),
-            report_path=str(Path(report_path).resolve()),
-            finished_at=report.finished_at,
-            tracking_uri=report.run.tracking.uri,
-            tracking_run_id=tracking_run_id,
-        )
-        self._write(DONE, marker.model_dump_json(indent=2))
+        save_completion(self.directory, report_path, report, tracking_run_id, self.identity)
 
     def forget_completion(self) -> None:
         """Drop the completion marker (a finished run with failures is resumed, not reused)."""
@@ -195,6 +184,33 @@ def save_tracking_run(directory: Path, uri: str | None, run_id: str | None) -> N
         _write(directory, TRACKING, TrackingMarker(uri=uri, run_id=run_id).model_dump_json())
     with contextlib.suppress(FileNotFoundError):
         (directory / STARTING).unlink()
+
+
+def save_completion(
+    directory: Path,
+    report_path: Path,
+    report: EvaluationReport,
+    tracking_run_id: str | None,
+    identity: RunIdentity | None = None,
+) -> None:
+    """Record in the state `directory` that `report`'s identity finished (`RunState`'s; the
+    tracker worker of a sweep calls it once it has logged the job's report), keeping the
+    state's own copy of the report."""
+    identity = identity or report.run.identity
+    if identity is None:
+        raise ValueError(f"{report_path}: the report has no run identity to record")
+    kept = directory / REPORT
+    copy_atomically(report_path, kept)
+    marker = CompletionMarker(
+        identity=identity,
+        report_id=report.report_id,
+        report_sha256=file_sha256(kept),
+        report_path=str(Path(report_path).resolve()),
+        finished_at=report.finished_at,
+        tracking_uri=report.run.tracking.uri,
+        tracking_run_id=tracking_run_id,
+    )
+    _write(directory, DONE, marker.model_dump_json(indent=2))
 
 
 def note_tracking_start(directory: Path, uri: str | None, pid: int) -> None:

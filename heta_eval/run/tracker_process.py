@@ -10,6 +10,12 @@ end even when this process is gone, so a killed run's rerun continues that run),
 the calls that need an answer (`resume`, `log_report`, `end`, `describe`, reading `run_id`)
 wait: the first is reading `run_id` for the report, once the evaluation is done.
 
+The jobs of a sweep that run one after another in one process share one worker
+(`run.sweep_workers`): each job's run is its own tracker there (`"tracker": KEY` on each
+call), MLflow is imported and the store opened once for the sweep, and a job hands its last
+steps over in one call (`finish`: log the report, record the completion, end the run) and
+does not wait for them; the sweep's end waits for all of them.
+
 The worker has its own pipes: nothing of ours is inherited, so a killed run leaves no
 process holding its output open, and the worker, seeing its input close, exits without
 ending the tracking run (the rerun continues it). A worker that cannot start, or dies, or
@@ -20,20 +26,18 @@ in-process, as a `TrackerWorkerError` naming the original exception.
 
 from __future__ import annotations
 
-import contextlib
-import json
+import itertools
 import logging
-import queue
 import subprocess
-import sys
-import threading
 from collections import deque
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from heta_eval.config.secrets import scrub, secret_values
-from heta_eval.run import tracker_worker
+from heta_eval.run import sweep_workers, tracker_worker
+from heta_eval.run.worker_link import WorkerGone, WorkerLink
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
 if TYPE_CHECKING:
@@ -44,15 +48,20 @@ log = logging.getLogger(__name__)
 
 WORKER = tracker_worker.MODULE
 CALL_TIMEOUT = 600.0  # seconds for one answer: a slow server's retries, large artifacts
-STDERR_LINES = 20  # the worker's last stderr lines, kept to say why it died
+_keys = itertools.count()  # one key per run a worker serves
 
 
 class TrackerWorkerError(RuntimeError):
     """A tracker call failed in the worker (the message names the original exception)."""
 
 
-class _WorkerGone(Exception):
-    """The worker exited, could not be written to, or stopped answering."""
+_WorkerGone = WorkerGone
+
+
+def spawn_link() -> WorkerLink:
+    """A worker: the one `heta-eval` started early (the first run only), else a new one."""
+    early = tracker_worker.take_early() if WORKER == tracker_worker.MODULE else None
+    return WorkerLink(early or tracker_worker.spawn(WORKER))
 
 
 class TrackerProcess:
@@ -60,7 +69,8 @@ class TrackerProcess:
 
     Built from the in-process tracker (`local`, whose `uri` and `root` it keeps) and the
     unmasked tracking spec the worker creates the same tracker from; `connect` starts the
-    worker and returns at once, `close` stops it. See the module docstring.
+    worker (or, in a sweep's process, joins the sweep's) and returns at once, `close` stops
+    it (leaves the sweep's running). See the module docstring.
     """
 
     def __init__(
@@ -73,13 +83,14 @@ class TrackerProcess:
         # working directory or MLFLOW_TRACKING_URI may have changed since).
         self._spec = {**spec, "root": str(local.root), "uri": local.uri}
         self._secrets = secret_values(spec)
-        self._worker: subprocess.Popen[str] | None = None
-        self._threads: list[threading.Thread] = []
-        self._answers: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        self._waiting: deque[str] = deque()  # calls sent whose answers are not read yet
-        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        self._key = f"{next(_keys)}"
+        self._link: WorkerLink | None = None
+        self._shared = False
+        # Calls sent whose answers are not read yet, with their futures.
+        self._waiting: deque[tuple[str, Future[dict[str, Any]]]] = deque()
         self._run_id: str | None = None
         self._prepared: EvaluationReport | None = None  # the report the worker has
+        self._where: str | None = None  # `describe`, asked before the run was handed over
         self._in_process = False
         # What the run asked for, to redo in-process if the worker goes away:
         # ("start", (kwargs, state_dir)) or ("resume", run id).
@@ -94,6 +105,16 @@ class TrackerProcess:
             return cls(tracker, spec)
         return None
 
+    @property
+    def _worker(self) -> subprocess.Popen[str] | None:
+        """The worker process (None once gone or closed)."""
+        return self._link.worker if self._link is not None else None
+
+    @property
+    def shared(self) -> bool:
+        """Whether this run's worker is the sweep's, shared with the other jobs."""
+        return self._shared and not self._in_process
+
     # -- the Tracker protocol -----------------------------------------------------------
 
     @property
@@ -107,24 +128,21 @@ class TrackerProcess:
         return self._local.run_id if self._in_process else self._run_id
 
     def connect(self) -> None:
-        """Start the worker (it imports MLflow and opens the store); returns at once."""
-        if self._worker is not None or self._in_process:
+        """Start the worker (it imports MLflow and opens the store), or join the sweep's;
+        returns at once."""
+        if self._link is not None or self._in_process:
             return
         try:
-            early = tracker_worker.take_early() if WORKER == tracker_worker.MODULE else None
-            self._worker = early or tracker_worker.spawn(WORKER)
+            if sweep_workers.enabled():
+                self._link = sweep_workers.tracker_link(spawn_link)
+                self._shared = True
+            else:
+                self._link = spawn_link()
         except OSError as exc:
             log.warning("MLflow tracking worker not started (%s); tracking in-process", exc)
             self._in_process = True
             return
-        assert self._worker.stdout is not None and self._worker.stderr is not None
-        for target, stream, name in (
-            (self._read_answers, self._worker.stdout, "tracker-answers"),
-            (self._relay_stderr, self._worker.stderr, "tracker-stderr"),
-        ):
-            thread = threading.Thread(target=target, args=(stream,), name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self._link.secrets |= self._secrets
         level = min(logging.getLogger().getEffectiveLevel(), log.getEffectiveLevel())
         try:
             self._send({"op": "init", "spec": self._spec, "log_level": level})
@@ -153,11 +171,12 @@ class TrackerProcess:
         self._begun = ("start", (kwargs, state_dir))
         if not self._in_process:
             try:
-                if state_dir is not None and self._worker is not None:
+                worker = self._worker
+                if state_dir is not None and worker is not None:
                     from heta_eval.run.state import note_tracking_start
 
                     # A rerun after this process is killed waits for what the worker saves.
-                    note_tracking_start(state_dir, self.uri, self._worker.pid)
+                    note_tracking_start(state_dir, self.uri, worker.pid)
                 self._send({"op": "start", **kwargs, "state_dir": state_dir and str(state_dir)})
                 return
             except _WorkerGone as gone:
@@ -200,6 +219,80 @@ class TrackerProcess:
                 self._fail_over(gone)
         self._local.log_report(report, artifacts)
 
+    def hand_over(
+        self,
+        report: EvaluationReport,
+        artifacts: Mapping[str, Path],
+        *,
+        status: str,
+        state_dir: Path | None,
+        more: bool = False,
+    ) -> None:
+        """A sweep job's last steps, handed to the shared worker without waiting: log the
+        report and `artifacts`, record the completion in `state_dir` (the worker does, once
+        the run has everything), end the run with `status`. `describe` is asked first (its
+        answer is ready at once). With `more`, a file follows (`log_artifact`). A failure
+        is logged when the worker answers (the job has gone on by then). Only for a shared
+        worker; otherwise (or once tracking is in-process) this waits, as a run does."""
+        from heta_eval.tracking.naming import headline_metric
+
+        if not self.shared:
+            self._finish_here(report, artifacts, status=status, state_dir=state_dir)
+            return
+        try:
+            self._where = str(self._ask({"op": "describe", "headline": headline_metric(report)}))
+            call: dict[str, Any] = {
+                "op": "finish",
+                "artifacts": {name: str(path) for name, path in artifacts.items()},
+                "status": status,
+                "state_dir": state_dir and str(state_dir),
+                "forget": not more,
+            }
+            if report is not self._prepared:
+                # The worker reads report.json (just written) rather than a second copy of
+                # the report serialised here.
+                call["report_path"] = str(artifacts["report"])
+            self._prepared = None
+            finishing = self._detach(call)
+            if state_dir is not None:
+                sweep_workers.finishing(state_dir, finishing)
+        except _WorkerGone as gone:
+            self._fail_over(gone)
+            self._finish_here(report, artifacts, status=status, state_dir=state_dir)
+
+    def log_artifact(self, path: Path) -> None:
+        """Log `path` to the run after `hand_over(..., more=True)`, without waiting."""
+        if self.shared:
+            try:
+                self._detach({"op": "log_artifact", "path": str(path), "forget": True})
+                return
+            except _WorkerGone as gone:
+                self._fail_over(gone)
+        if self._in_process:
+            self._local.log_artifact(path)
+        else:
+            self._ask({"op": "log_artifact", "path": str(path), "forget": True})
+
+    def _finish_here(
+        self,
+        report: EvaluationReport,
+        artifacts: Mapping[str, Path],
+        *,
+        status: str,
+        state_dir: Path | None,
+    ) -> None:
+        """`hand_over`'s steps, one after another, waiting for each."""
+        from heta_eval.run.state import save_completion
+
+        try:
+            self.log_report(report, artifacts)
+            if state_dir is not None:
+                save_completion(state_dir, artifacts["report"], report, self.run_id)
+        except BaseException:
+            self.end("FAILED")
+            raise
+        self.end(status)
+
     def end(self, status: str = "FINISHED") -> None:
         if not self._in_process:
             try:
@@ -210,6 +303,8 @@ class TrackerProcess:
         self._local.end(status)
 
     def describe(self) -> str:
+        if self._where is not None:
+            return self._where
         if not self._in_process:
             try:
                 return str(self._ask({"op": "describe"}))
@@ -220,44 +315,47 @@ class TrackerProcess:
     def close(self) -> None:
         """Stop the worker: at once when every call was answered or it has nothing left to
         do but connect, else once its outstanding calls are done (its input closed, it
-        exits by itself)."""
-        worker, self._worker = self._worker, None
-        if worker is None:
+        exits by itself). The sweep's worker is left running for the next job."""
+        if self._shared:  # its report.html may still be logged through it
             return
-        with contextlib.suppress(OSError, ValueError):
-            assert worker.stdin is not None
-            worker.stdin.close()
-        if all(op == "init" for op in self._waiting):
-            worker.kill()
-        try:
-            worker.wait(timeout=self.timeout if self._waiting else 10)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        self._release(worker)
-
-    def _release(self, worker: subprocess.Popen[str]) -> None:
-        """Join the threads reading a worker that has exited, close its pipes."""
-        for thread in self._threads:
-            thread.join(timeout=5)
-        self._threads = []
-        for stream in (worker.stdin, worker.stdout, worker.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    stream.close()
+        link, self._link = self._link, None
+        if link is None:
+            return
+        if all(op == "init" for op, _ in self._waiting):
+            link.kill()
+        link.close(self.timeout)
 
     # -- talking to the worker ----------------------------------------------------------
 
     def _send(self, message: dict[str, Any]) -> None:
-        worker = self._worker
-        if worker is None or worker.stdin is None:
+        if self._link is None:
             raise _WorkerGone("is not running")
-        try:
-            worker.stdin.write(json.dumps(message, default=str) + "\n")
-            worker.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise _WorkerGone(f"could not be written to ({exc})") from None
-        self._waiting.append(str(message["op"]))
+        future = self._link.send({**message, "tracker": self._key})
+        self._waiting.append((str(message["op"]), future))
+
+    def _detach(self, message: dict[str, Any]) -> Future[dict[str, Any]]:
+        """Send a call whose answer nobody waits for: a failure is logged when it comes."""
+        if self._link is None:
+            raise _WorkerGone("is not running")
+        self._drain()  # an earlier call's failure belongs to the job, which is still here
+        future = self._link.send({**message, "tracker": self._key})
+        op, secrets = str(message["op"]), self._secrets
+
+        def said(done: Future[dict[str, Any]]) -> None:
+            try:
+                answer = done.result()
+            except WorkerGone as gone:
+                answer = {"error": f"the MLflow tracking worker {gone}", "run_id": self._run_id}
+            if "error" in answer:
+                log.warning(
+                    "MLflow tracking (%s) of run %s failed: %s",
+                    op,
+                    answer.get("run_id") or self._run_id,
+                    scrub(str(answer["error"]), secrets),
+                )
+
+        future.add_done_callback(said)
+        return future
 
     def _ask(self, message: dict[str, Any]) -> Any:
         self._send(message)
@@ -268,15 +366,14 @@ class TrackerProcess:
         earlier call (a `start` sent without waiting) raises here, once."""
         value: Any = None
         while self._waiting:
+            op, future = self._waiting[0]
             try:
-                answer = self._answers.get(timeout=self.timeout)
-            except queue.Empty:
-                raise _WorkerGone(
-                    f"did not answer {self._waiting[0]!r} within {self.timeout:.0f} s"
-                ) from None
-            if answer is None:
-                raise _WorkerGone("exited")
-            op = self._waiting.popleft()
+                answer = future.result(timeout=self.timeout)
+            except TimeoutError:
+                raise _WorkerGone(f"did not answer {op!r} within {self.timeout:.0f} s") from None
+            finally:
+                if future.done():
+                    self._waiting.popleft()
             self._run_id = answer.get("run_id")
             if "error" in answer:
                 message = scrub(str(answer["error"]), self._secrets)
@@ -297,46 +394,19 @@ class TrackerProcess:
             value = answer.get("value")
         return value
 
-    def _read_answers(self, stream: IO[str]) -> None:
-        """Thread: answers to the queue, log records to this process's loggers."""
-        try:
-            for line in stream:
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                if "log" in message:
-                    name, level, text = message["log"]
-                    logging.getLogger(str(name)).log(int(level), scrub(str(text), self._secrets))
-                else:
-                    self._answers.put(message)
-        except (OSError, ValueError):
-            pass
-        finally:
-            self._answers.put(None)
-
-    def _relay_stderr(self, stream: IO[str]) -> None:
-        """Thread: the worker's stderr (MLflow's own messages, warnings) to ours."""
-        with contextlib.suppress(OSError, ValueError):
-            for line in stream:
-                line = scrub(line, self._secrets)
-                self._stderr.append(line.rstrip())
-                sys.stderr.write(line)
-
     # -- without the worker ---------------------------------------------------------------
 
     def _fail_over(self, gone: _WorkerGone) -> None:
         """Track in this process from now on, continuing what the worker started."""
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            with contextlib.suppress(OSError):
-                worker.kill()
-            worker.wait()
-            self._release(worker)
-            status = f", exit status {worker.returncode}"
-        else:
-            status = ""
-        last = [line for line in self._stderr if line.strip()][-3:]
+        link, self._link = self._link, None
+        status = ""
+        last: list[str] = []
+        if link is not None:
+            sweep_workers.discard(link)
+            link.kill()
+            link.release()
+            status = f", exit status {link.worker.returncode}"
+            last = [line for line in link.stderr if line.strip()][-3:]
         log.warning(
             "the MLflow tracking worker %s%s%s; tracking goes on in this process",
             gone,
@@ -357,7 +427,8 @@ class TrackerProcess:
     def _start_here(self) -> None:
         assert self._begun is not None and self._begun[0] == "start"
         kwargs, state_dir = self._begun[1]
-        self._local.start(**kwargs)
+        parent = sweep_workers.resolve_parent(kwargs.get("parent_run_id"))
+        self._local.start(**{**kwargs, "parent_run_id": parent})
         if state_dir is not None:
             from heta_eval.run.state import save_tracking_run
 

@@ -1,20 +1,25 @@
 """The MLflow tracker worker (`python -m heta_eval.run.tracker_worker`, started by
 `TrackerProcess`).
 
-It imports MLflow at once, then reads JSON lines from its input. The first is
-`{"op": "init", "spec": TRACKING SPEC, "log_level": N}`: it creates the tracker from the spec
-(the unmasked `tracking` config, never written anywhere) and connects it. Each later line is
-a call, `{"op": "start" | "resume" | "report" | "log_report" | "end" | "describe", ...}`
-(`report` sends the report ahead, to be read while the artifacts are written). Every line,
-the first included, gets one answer line, in order: `{"value": ..., "run_id": ...}` or
-`{"error": "Type: message", "run_id": ...}`. Log records of level `log_level` and above go
-out between answers as `{"log": [LOGGER, LEVEL, MESSAGE]}`.
+It imports MLflow at once, then reads JSON lines from its input. Each names the run it is
+for (`"tracker": KEY`: one worker serves the runs of a sweep one after another, MLflow
+imported and its store opened once). A run's first call is
+`{"op": "init", "spec": TRACKING SPEC, "log_level": N}`: it creates the run's tracker from the
+spec (the unmasked `tracking` config, never written anywhere) and connects it. Its later calls
+are `{"op": "start" | "resume" | "report" | "log_report" | "finish" | "log_artifact" | "end" |
+"describe" | "sweep_start" | "sweep_end", ...}`: `report` sends the report ahead, to be read
+while the artifacts are written; `finish` logs the report, records the completion and ends
+the run in one call; a call with `"forget": true` is the run's last; the `sweep_` calls open
+and close a sweep's parent run (`tracking.sweep_parent.sweep_call`). Every line gets one
+answer line, in order: `{"value": ..., "run_id": ...}` or `{"error": "Type: message",
+"run_id": ...}`. Log records of level `log_level` and above go out between answers as
+`{"log": [LOGGER, LEVEL, MESSAGE]}`.
 
-Its input closing (the run ended, or its process was killed) ends it once the calls already
-read are done, without ending the tracking run: a killed evaluation's run stays RUNNING and
-its rerun continues it. Ctrl-C and SIGTERM are left to the run's process, which ends the run
-KILLED through this worker (a SIGTERM sent to the whole process group must not take the
-worker away first).
+Its input closing (the run or the sweep ended, or its process was killed) ends it once the
+calls already read are done, without ending the tracking run: a killed evaluation's run
+stays RUNNING and its rerun continues it. Ctrl-C and SIGTERM are left to the run's process,
+which ends the run KILLED through this worker (a SIGTERM sent to the whole process group
+must not take the worker away first).
 
 The `heta-eval` command starts it before Hydra composes the configuration (`start_early`),
 for the run to adopt (`take_early`): this module imports nothing but the standard library
@@ -34,6 +39,8 @@ from pathlib import Path
 from typing import IO, Any
 
 MODULE = "heta_eval.run.tracker_worker"
+PARENT_PLACEHOLDER = "@sweep-parent"  # as `run.sweep_workers.PARENT_PLACEHOLDER`
+SWEEP_KEY = "sweep"  # the tracker of a sweep's parent run (`run.parent_process`)
 _early: subprocess.Popen[str] | None = None
 
 
@@ -144,10 +151,14 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
         return None
     if op == "resume":
         return bool(tracker.resume(call["run_id"]))
-    if op in ("report", "log_report") and "report" in call:
+    if op in ("report", "log_report", "finish") and "report" in call:
         from heta_eval.records import EvaluationReport
 
         kept["report"] = EvaluationReport.model_validate_json(call["report"])
+    if op == "finish" and "report_path" in call:
+        from heta_eval.records import EvaluationReport
+
+        kept["report"] = EvaluationReport.read_json(Path(call["report_path"]))
     if op == "report":
         return None
     if op == "log_report":
@@ -155,17 +166,48 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
         artifacts = {name: Path(path) for name, path in call["artifacts"].items()}
         tracker.log_report(report, artifacts)
         return None
+    if op == "finish":
+        _finish(tracker, kept.pop("report"), call)
+        return None
+    if op == "log_artifact":
+        tracker.log_artifact(Path(call["path"]))
+        return None
+    if op in ("sweep_start", "sweep_end"):
+        from heta_eval.tracking.sweep_parent import sweep_call
+
+        return sweep_call(tracker, call)
     if op == "end":
         tracker.end(call["status"])
         return None
     if op == "describe":
+        if call.get("headline"):
+            tracker.set_headline(call["headline"])
         return str(tracker.describe())
     raise ValueError(f"unknown call {op!r}")
 
 
+def _finish(tracker: Any, report: Any, call: dict[str, Any]) -> None:
+    """A run's last steps in one call, in the order a run in its own process takes them:
+    log the report and artifacts, record the completion in the run state (`state_dir`;
+    only once the tracking run has everything, so that a sweep killed before this leaves
+    the job to be resumed, not reused), end the run with `status`. A report that cannot be
+    logged ends the run FAILED and raises."""
+    artifacts = {name: Path(path) for name, path in call["artifacts"].items()}
+    try:
+        tracker.log_report(report, artifacts)
+        if call.get("state_dir"):
+            from heta_eval.run.state import save_completion
+
+            save_completion(Path(call["state_dir"]), artifacts["report"], report, tracker.run_id)
+    except BaseException:
+        tracker.end("FAILED")
+        raise
+    tracker.end(call["status"])
+
+
 def main() -> int:
-    """Serve the calls of one run; 0 when the input closes, 1 when the tracker cannot be
-    created (the run's process then tracks in-process)."""
+    """Serve the calls of one run, or of the runs of a sweep; 0 when the input closes, 1 when
+    the first tracker cannot be created (the run's process then tracks in-process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Answers go to a copy of the output; whatever else prints lands on stderr, never in
@@ -177,32 +219,56 @@ def main() -> int:
     except Exception as exc:
         channel.send({"error": _error(exc), "run_id": None})
         return 1
-    first = sys.stdin.readline()
-    if not first:
-        return 0
-    try:
-        init = json.loads(first)
-        handler = _Forward(channel, int(init.get("log_level", logging.INFO)))
-        root = logging.getLogger()
-        root.addHandler(handler)
-        root.setLevel(handler.level)
-        from heta_eval.config.components import instantiate
-
-        tracker = instantiate(init["spec"])
-        tracker.connect()
-    except Exception as exc:
-        channel.send({"error": _error(exc), "run_id": None})
-        return 1
-    channel.send({"value": "ready", "run_id": tracker.run_id})
-    kept: dict[str, Any] = {}
+    handler: _Forward | None = None
+    trackers: dict[str, Any] = {}  # by the `tracker` key of the calls
+    kept: dict[str, dict[str, Any]] = {}
+    first = True
     for line in sys.stdin:
+        call: dict[str, Any] = {}
+        key = None
         try:
-            value = _call(tracker, json.loads(line), kept)
+            call = json.loads(line)
+            key = str(call.get("tracker", ""))
+            if call["op"] == "init":
+                handler = _log_to(channel, int(call.get("log_level", logging.INFO)), handler)
+                from heta_eval.config.components import instantiate
+
+                tracker = instantiate(call["spec"])
+                tracker.connect()
+                trackers[key] = tracker
+                kept[key] = {}
+                value: Any = "ready"
+            else:
+                if call.get("parent_run_id") == PARENT_PLACEHOLDER:
+                    # A sweep job started before its parent's id came back: the parent was
+                    # opened here, by the call read before this one's.
+                    parent = trackers.get(SWEEP_KEY)
+                    call["parent_run_id"] = parent.run_id if parent is not None else None
+                value = _call(trackers[key], call, kept[key])
         except Exception as exc:
-            channel.send(_failure(exc, tracker.run_id))
+            if first:
+                channel.send({"error": _error(exc), "run_id": None})
+                return 1
+            tracker = trackers.get(key or "")
+            channel.send(_failure(exc, tracker.run_id if tracker is not None else None))
         else:
-            channel.send({"value": value, "run_id": tracker.run_id})
+            channel.send({"value": value, "run_id": trackers[key].run_id})
+        first = False
+        if call.get("forget"):  # the run's last call: its tracker is not needed any more
+            trackers.pop(key or "", None)
+            kept.pop(key or "", None)
     return 0
+
+
+def _log_to(channel: _Channel, level: int, handler: _Forward | None) -> _Forward:
+    """Forward log records of `level` and above (the lowest level asked for so far)."""
+    root = logging.getLogger()
+    if handler is None:
+        handler = _Forward(channel, level)
+        root.addHandler(handler)
+    handler.setLevel(min(level, handler.level))
+    root.setLevel(handler.level)
+    return handler
 
 
 if __name__ == "__main__":

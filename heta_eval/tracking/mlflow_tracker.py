@@ -426,6 +426,31 @@ class MlflowTracker:
         # (The dataset input is not kept: the benchmark is in the tags and params.)
         self._keep_report(metrics, report, artifacts, params, tags)
 
+    def log_artifact(self, path: Path) -> None:
+        """Log one more file to the run (a sweep job's report.html, written after its
+        report was logged); kept in the outbox when the run's data is there. A file the
+        backend refuses is said in the log (the run itself is complete without it)."""
+        if self.run_id is None:
+            raise RuntimeError("MlflowTracker.log_artifact called before start")
+        if self._entry is None:
+            try:
+                self.client.log_artifact(self.run_id, str(path))
+            except Exception as exc:
+                log.warning(
+                    "%s not logged to MLflow run %s (%s: %s); it stays in the run directory",
+                    path,
+                    self.run_id,
+                    type(exc).__name__,
+                    str(exc).splitlines()[0][:300] if str(exc) else "",
+                )
+            return
+        kept = Outbox(self.root).add_file(self._entry, Path(path))
+        self._update_entry(artifacts=[*self._entry.artifacts, kept])
+
+    def set_headline(self, name: str) -> None:
+        """The score the runs table link of `describe` sorts by (`log_report` sets it too)."""
+        self._headline = name
+
     def _log_dataset(self, dataset: Any) -> None:
         """Log the run's dataset input. MLflow stores a dataset once per experiment, found or
         inserted by each request: runs of a parallel sweep logging the same benchmark at

@@ -104,6 +104,18 @@ def read_job_records(sweep_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
+def write_job_record(sweep_dir: Path, record: Mapping[str, Any]) -> None:
+    """Leave a job's record (`num`, `status`, `overrides`, `error`) in the sweep directory,
+    atomically (`read_job_records` reads it)."""
+    import os
+
+    jobs = sweep_dir / JOBS_DIR
+    jobs.mkdir(exist_ok=True)
+    tmp = jobs / f".{record['num']}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(dict(record)), encoding="utf-8")
+    os.replace(tmp, jobs / f"{record['num']}.json")
+
+
 def merge_job_records(rows: list[SweepRow], records: Sequence[Mapping[str, Any]]) -> None:
     """Number the rows by their jobs, add the errors of failed jobs to their rows, and add
     rows for failed jobs without a run."""
