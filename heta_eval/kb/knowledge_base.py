@@ -338,30 +338,42 @@ class KnowledgeBase:
         hits = self._search(list(texts), mode, top_k)
         seconds = (time.perf_counter() - started) / max(len(texts), 1)
         responses = [self._response(t, mode, h, seconds) for t, h in zip(texts, hits, strict=True)]
-        if self._reranker is not None:
-            responses = [
-                r.model_copy(
-                    update={
-                        "results": tuple(await self._reranker.rerank(r.query, r.results)),
-                        "trace": {**r.trace, "reranked": True},
-                    }
-                )
-                for r in responses
-            ]
-        if self._answerer is None:
-            return responses
-        answered = []
-        for response in responses:
-            answer, citations = await self._answerer.answer(response.query, response.results)
-            answered.append(response.model_copy(update={"answer": answer, "citations": citations}))
-        return answered
+        return await rerank_and_answer(responses, self._reranker, self._answerer)
 
     async def aclose(self) -> None:
         """Release connections held by the reranker or answerer (endpoints)."""
-        for part in (self._reranker, self._answerer):
-            closer = getattr(part, "aclose", None)
-            if closer is not None:
-                await closer()
+        await close_parts(self._reranker, self._answerer)
+
+
+async def rerank_and_answer(
+    responses: list[QueryResponse], reranker: Any, answerer: Any
+) -> list[QueryResponse]:
+    """`responses` reranked by `reranker` and answered by `answerer` (each optional)."""
+    if reranker is not None:
+        responses = [
+            r.model_copy(
+                update={
+                    "results": tuple(await reranker.rerank(r.query, r.results)),
+                    "trace": {**r.trace, "reranked": True},
+                }
+            )
+            for r in responses
+        ]
+    if answerer is None:
+        return responses
+    answered = []
+    for response in responses:
+        answer, citations = await answerer.answer(response.query, response.results)
+        answered.append(response.model_copy(update={"answer": answer, "citations": citations}))
+    return answered
+
+
+async def close_parts(*parts: Any) -> None:
+    """Close the parts (reranker, answerer) that hold connections."""
+    for part in parts:
+        closer = getattr(part, "aclose", None)
+        if closer is not None:
+            await closer()
 
 
 _LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})

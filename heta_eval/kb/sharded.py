@@ -35,6 +35,8 @@ from heta_eval.kb.knowledge_base import (
     _LOCATOR_FIELDS,
     EmptyKnowledgeBaseError,
     UnknownQueryModeError,
+    close_parts,
+    rerank_and_answer,
 )
 from heta_eval.kb.protocols import BuildPlan
 from heta_eval.kb.store import ObjectStore
@@ -409,31 +411,12 @@ class ShardedKnowledgeBase:
             )
             for text, found in zip(texts, hits, strict=True)
         ]
-        if self._reranker is not None:
-            responses = [
-                r.model_copy(
-                    update={
-                        "results": tuple(await self._reranker.rerank(r.query, r.results)),
-                        "trace": {**r.trace, "reranked": True},
-                    }
-                )
-                for r in responses
-            ]
-        if self._answerer is None:
-            return responses
-        answered = []
-        for response in responses:
-            answer, citations = await self._answerer.answer(response.query, response.results)
-            answered.append(response.model_copy(update={"answer": answer, "citations": citations}))
-        return answered
+        return await rerank_and_answer(responses, self._reranker, self._answerer)
 
     async def aclose(self) -> None:
         """Release the shards (their workers end) and the reranker's or answerer's connections."""
         await self._shards.close()
-        for part in (self._reranker, self._answerer):
-            closer = getattr(part, "aclose", None)
-            if closer is not None:
-                await closer()
+        await close_parts(self._reranker, self._answerer)
 
 
 def _step(

@@ -31,6 +31,22 @@ RESOLVED_CONFIG = "config.resolved.yaml"
 RENDER_TIMEOUT = 600  # seconds; a report of 100k cases draws in well under a minute
 
 
+def spawn_figure_worker() -> subprocess.Popen[str] | None:
+    """The report.html figure worker (`python -m heta_eval.run.html_worker`), talking over
+    pipes; None when it cannot be started (the figures are then drawn in-process)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "heta_eval.run.html_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    except OSError as exc:
+        log.debug("report.html worker not started (%s); drawing in-process", exc)
+        return None
+
+
 class HtmlRenderer:
     """Renders report.html, its figures drawn by a worker process started ahead of time
     (`python -m heta_eval.run.html_worker`), which imports matplotlib while the run goes on.
@@ -49,16 +65,7 @@ class HtmlRenderer:
 
     def start(self) -> None:
         """Start the worker."""
-        try:
-            self._worker = subprocess.Popen(
-                [sys.executable, "-m", "heta_eval.run.html_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        except OSError as exc:
-            log.debug("report.html worker not started (%s); drawing in-process", exc)
+        self._worker = spawn_figure_worker()
 
     def submit(self, report: EvaluationReport, html: Path) -> None:
         """Render `html`'s text and start drawing its figures."""

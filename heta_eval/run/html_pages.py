@@ -16,7 +16,6 @@ import json
 import logging
 import queue
 import subprocess
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -44,17 +43,10 @@ class HtmlPages:
         self._start_worker()
 
     def _start_worker(self) -> None:
-        try:
-            self._worker = subprocess.Popen(
-                [sys.executable, "-m", "heta_eval.run.html_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        except OSError as exc:
-            log.debug("report.html worker not started (%s); drawing in-process", exc)
-            self._worker = None
+        from heta_eval.run.artifacts import spawn_figure_worker
+
+        self._worker = spawn_figure_worker()
+        if self._worker is None:
             return
         # Its stderr is read all along (a full pipe would stop it mid-sweep), its last lines
         # kept to say why it failed.
