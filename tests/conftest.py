@@ -15,6 +15,8 @@ import yaml
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.records import BenchmarkWorkspace
 
+from .schedule import heavy_first
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 SCIFACT = SHARED / "datasets" / "beir" / "scifact"
@@ -104,3 +106,8 @@ def run_cli(tmp_path: Path) -> CliRunner:
         )
 
     return run
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first, so that xdist's workers finish together (tests/schedule.py)."""
+    heavy_first(items)

@@ -30,6 +30,7 @@ def _pg_bin() -> Path:
 
 
 PG_BIN = _pg_bin()
+JOB_EXECUTION = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
 # PostgreSQL refuses to run as root: as root, the server runs as this user.
 PG_USER = "nobody"
 
@@ -117,7 +118,12 @@ def mlflow_server(
     workers: int = 2,
 ) -> Iterator[str]:
     """`mlflow server` on `backend_uri` with artifacts under `artifacts` (and `extra_args`,
-    e.g. `--app-name basic-auth`); yields its URL."""
+    e.g. `--app-name basic-auth`); yields its URL.
+
+    The server's job runner (worker processes for MLflow's GenAI jobs, which heta-eval does
+    not use) is off unless `env` turns it on: it costs seconds of CPU at start and holds the
+    server up for seconds when it is stopped."""
+    env = {JOB_EXECUTION: "false", **env}
     port = free_port()
     log = artifacts.parent / "mlflow-server.log"
     command = [

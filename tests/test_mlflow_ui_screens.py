@@ -48,11 +48,11 @@ def _browse(url: str, profile: Path, *args: str) -> subprocess.CompletedProcess[
 
 
 def _look(url: str, tmp: Path, png: Path) -> str:
-    """Screenshot `url` into `png` and return its rendered DOM as text."""
-    shot = _browse(url, tmp / f"profile-{png.stem}", f"--screenshot={png}")
+    """Screenshot `url` into `png` and return its rendered DOM as text (one page load:
+    Chromium takes the screenshot and dumps the DOM of the same rendered page)."""
+    shot = _browse(url, tmp / f"profile-{png.stem}", f"--screenshot={png}", "--dump-dom")
     assert png.is_file() and png.stat().st_size > 10_000, shot.stderr[-2000:]
-    dom = _browse(url, tmp / f"profile-{png.stem}-dom", "--dump-dom")
-    return re.sub(r"<[^>]+>", " ", dom.stdout)
+    return re.sub(r"<[^>]+>", " ", shot.stdout)
 
 
 @pytest.fixture(scope="module")

@@ -38,8 +38,8 @@ def database() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     artifacts = tmp_path_factory.mktemp("mlflow-server") / "artifacts"
-    # The server's job runner (a dozen worker processes for MLflow's GenAI jobs) is not used.
-    env = user_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+    # mlflow_server turns the server's job runner off (MLflow's GenAI jobs are not used).
+    env = user_env()
     with mlflow_server(database, artifacts, env) as url:
         yield url
 

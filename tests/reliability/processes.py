@@ -113,7 +113,8 @@ class MlflowServer:
                 str(self.home / "artifacts"),
             ],
             cwd=self.home,
-            env=cli_env(),
+            # The job runner (MLflow's GenAI jobs, which heta-eval does not use) is off.
+            env=cli_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the server and its workers

@@ -1,0 +1,56 @@
+"""The order in which xdist hands out the test modules: the longest first.
+
+`--dist loadfile` keeps each module on one worker and hands the modules out in collection
+order (`--no-loadscope-reorder`; xdist's own reordering puts modules with many tests first,
+which sent the few-test, minute-long server and sweep modules to the end, where one worker ran
+them alone). Longest first, the two workers finish together: the short modules fill the gaps.
+
+HEAVIEST lists the modules that take the longest (measured with `--durations`, longest
+first); every other module follows, in collection order. A missing or renamed module here
+only costs time, never a test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+HEAVIEST = (
+    "tests/reliability/test_team_auth.py",
+    "tests/test_team_tracking.py",
+    "tests/test_compare_runs.py",
+    "tests/test_suites.py",
+    "tests/test_docs_commands.py",
+    "tests/test_ui_views.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/test_sweeps.py",
+    "tests/reliability/test_tracking_outage.py",
+    "tests/test_scifact.py",
+    "tests/test_mlflow_ui_screens.py",
+    "tests/test_tuning.py",
+    "tests/reliability/test_bad_data.py",
+    "tests/reliability/test_case_failures.py",
+    "tests/test_mlflow_views.py",
+    "tests/test_ray.py",
+    "tests/reliability/test_kill_resume.py",
+    "tests/test_heta_bridge.py",
+    "tests/reliability/test_evaluator_returns.py",
+    "tests/reliability/test_run_identity.py",
+    "tests/reliability/test_cache_trust.py",
+    "tests/test_resume.py",
+    "tests/reliability/test_judge_outage.py",
+    "tests/reliability/test_signals.py",
+    "tests/test_dense.py",
+    "tests/test_uda_subsets.py",
+    "tests/reliability/test_fresh_store.py",
+)
+RANK = {module: rank for rank, module in enumerate(HEAVIEST)}
+
+
+def heavy_first(items: list[pytest.Item]) -> None:
+    """Reorder `items` in place: the HEAVIEST modules first, in that order, each module's
+    tests together and in their own order; the other modules after, as collected."""
+    position = {}
+    for index, item in enumerate(items):
+        module = item.nodeid.split("::", 1)[0]
+        position.setdefault(module, (RANK.get(module, len(RANK)), index))
+    items.sort(key=lambda item: position[item.nodeid.split("::", 1)[0]])
