@@ -23,6 +23,8 @@ HEAVIEST = (
     "tests/test_ui_views.py",
     "tests/reliability/test_concurrency.py",
     "tests/test_sweeps.py",
+    "tests/test_sweep_workers.py",
+    "tests/test_shards.py",
     "tests/reliability/test_tracking_outage.py",
     "tests/test_scifact.py",
     "tests/test_mlflow_ui_screens.py",
