@@ -22,8 +22,7 @@ import pytest
 from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
-from heta_eval.tracking.naming import table_column
-from heta_eval.tracking.sweep import (
+from heta_eval.run.sweep_callback import (
     BEST_RUN_TAG,
     BEST_TABLE,
     PARENT_RUN_FILE,
@@ -32,6 +31,7 @@ from heta_eval.tracking.sweep import (
     MlflowSweepCallback,
     sweep_id,
 )
+from heta_eval.tracking.naming import table_column
 from heta_eval.tracking.sweep_summary import (
     JOBS_DIR,
     SweepRow,

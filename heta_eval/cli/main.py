@@ -209,7 +209,7 @@ def main() -> None:
         start_early()
     guard_hydra()
     if not {"-m", "--multirun"} & set(sys.argv[1:]):
-        # A sweep's launching process has its own SIGTERM handling (tracking/sweep.py).
+        # A sweep's launching process has its own SIGTERM handling (run/sweep_callback.py).
         stop_on_sigterm()
     try:
         _hydra_main()

@@ -16,57 +16,20 @@ import asyncio
 import importlib.util
 import logging
 from collections.abc import Callable, Sequence
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 from heta_eval.kb import RawSource
 from heta_eval.run.journal import CaseKey
+from heta_eval.run.ray_paths import RayExecutorError as RayExecutorError
+from heta_eval.run.ray_paths import check_shared_paths, is_remote
 from heta_eval.run.settings import RunnerSettings
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
 log = logging.getLogger(__name__)
 
-# Directories that are private to one machine: a build cache or object store there cannot
-# be shared by the nodes of a cluster.
-NODE_LOCAL_PREFIXES = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
-LOCAL_ADDRESSES = (None, "", "local")
 # A private local cluster keeps its shared-memory object store small: units pass documents'
 # raw keys and small outcomes, never big objects.
 LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
-
-
-class RayExecutorError(ValueError):
-    """`runner.executor=ray` was configured in a way that cannot work."""
-
-
-def is_remote(address: str | None) -> bool:
-    """Whether `runner.ray_address` names a cluster beyond this process's private one."""
-    return address not in LOCAL_ADDRESSES
-
-
-def check_shared_paths(settings: RunnerSettings) -> None:
-    """Refuse a remote cluster with a build cache or object store that its nodes cannot
-    share: a relative path (each worker resolves it in its own directory) or a node-local
-    one (/tmp, /dev/shm, ...)."""
-    if settings.executor != "ray" or not is_remote(settings.ray_address):
-        return
-    checked = {"runner.store_dir": settings.store_dir}
-    if settings.cache != "off":
-        checked["runner.cache_dir"] = settings.cache_dir
-    for key, path in checked.items():
-        posix = PurePosixPath(Path(path).as_posix())
-        if not posix.is_absolute():
-            why = "is a relative path, which each Ray worker would resolve on its own node"
-        elif any(posix.is_relative_to(p) for p in NODE_LOCAL_PREFIXES):
-            why = "is on node-local storage"
-        else:
-            continue
-        raise RayExecutorError(
-            f"{key}={path} {why}; with runner.executor=ray on the cluster at "
-            f"runner.ray_address={settings.ray_address}, every node reads and writes it, so it "
-            f"must be an absolute path on storage all nodes share (e.g. an NFS mount: "
-            f"{key}=/shared/heta_eval/{Path(path).name})"
-        )
 
 
 def check_ray_settings(settings: RunnerSettings) -> None:

@@ -1,7 +1,7 @@
 """Workers shared by the jobs of a sweep that run one after another in one process.
 
 With Hydra's basic launcher every job of a multirun is a call in the launching process. The
-sweep callback (`tracking.sweep.MlflowSweepCallback`) turns sharing on there (`enable`): the jobs'
+sweep callback (`sweep_callback.MlflowSweepCallback`) turns sharing on there (`enable`): the jobs'
 MLflow trackers then talk to one tracker worker (MLflow imported and its store opened once
 for the sweep, not once per job), and their report.html figures are drawn by one figure
 worker, the page written in the background while the next job runs (`HtmlPages`). A job

@@ -39,7 +39,7 @@ def _tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str
 
 def _sweep_id(which: str) -> str:
     """A sweep id, or the one a sweep directory holds."""
-    from heta_eval.tracking.sweep import read_sweep_id
+    from heta_eval.tracking.sweep_ids import read_sweep_id
 
     path = Path(which).expanduser()
     return (read_sweep_id(path) or which) if path.is_dir() else which

@@ -21,7 +21,7 @@ from heta_eval.tracking.sweep_ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
 LOCAL_LAUNCHERS = frozenset({"basic", "joblib", "local_parallel", "submitit_local"})
 TAGS_PER_BATCH = 100  # MLflow's per-request limits
 
-log = logging.getLogger("heta_eval.tracking.sweep")
+log = logging.getLogger("heta_eval.run.sweep_callback")  # the callback's own log, wherever it runs
 
 
 def unfinished_parent(client: Any, experiment_id: str, sid: str) -> Any:
