@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from heta_eval.progress import ProgressReporter  # noqa: E402
 from heta_eval.records import EvaluationReport  # noqa: E402
 from heta_eval.run.ray_units import RayExecutorError, check_shared_paths  # noqa: E402
 
-from .conftest import SHARED, CliRunner, job_logs, load_recipe  # noqa: E402
+from .conftest import SHARED, CliRunner, job_logs, load_recipe, local_ray_cluster  # noqa: E402
 
 UDA = SHARED / "datasets" / "uda"
 pytestmark = pytest.mark.filterwarnings(
@@ -39,18 +38,8 @@ pytestmark = pytest.mark.filterwarnings(
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A local Ray cluster for the module; its workers get a user's environment."""
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k == "PYTEST_CURRENT_TEST"}
-    context = ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        object_store_memory=100 * 1024 * 1024,
-        log_to_driver=False,
-    )
-    os.environ.update(saved)
-    try:
-        yield context.address_info["gcs_address"]
-    finally:
-        ray.shutdown()
+    with local_ray_cluster() as address:
+        yield address
 
 
 def _settings(tmp_path: Path, name: str, **values: Any) -> RunnerSettings:

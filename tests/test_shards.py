@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from heta_eval.kb.index.sharded_bm25 import (
 from heta_eval.records import EvaluationReport
 from heta_eval.run.shards import check_shard_settings
 
-from .conftest import REPO, CliRunner, load_recipe
+from .conftest import REPO, CliRunner, load_recipe, local_ray_cluster
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from synthetic import write_corpus
@@ -51,19 +50,9 @@ def synthetic_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A local Ray cluster for the module (2 CPUs: one per shard actor)."""
-    ray = pytest.importorskip("ray")
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k == "PYTEST_CURRENT_TEST"}
-    context = ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        object_store_memory=100 * 1024 * 1024,
-        log_to_driver=False,
-    )
-    os.environ.update(saved)
-    try:
-        yield context.address_info["gcs_address"]
-    finally:
-        ray.shutdown()
+    pytest.importorskip("ray")
+    with local_ray_cluster() as address:
+        yield address
 
 
 def _evaluate(
