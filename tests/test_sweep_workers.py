@@ -16,25 +16,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from heta_eval.run import tracker_worker
-
 from .conftest import job_logs, user_env
-
-
-def _tracker_workers(pid: int) -> set[int]:
-    """Tracker worker processes whose parent is `pid`."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid and tracker_worker.MODULE.encode() in cmdline:
-            found.add(int(entry.name))
-    return found
+from .reliability.processes import tracker_workers
 
 
 def _sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess[str], set[int]]:
@@ -48,7 +31,7 @@ def _sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess
     ) as proc:
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            seen |= _tracker_workers(proc.pid)
+            seen |= tracker_workers(proc.pid)
             time.sleep(0.1)  # a worker per job (before) lived for seconds
         stdout, stderr = proc.communicate(timeout=60)
     done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)

@@ -175,3 +175,21 @@ def verify_cache(cache_dir: Path) -> tuple[int, int]:
         assert "response" in json.loads(path.read_text()), path
         responses += 1
     return entries, responses
+
+
+def tracker_workers(pid: int) -> set[int]:
+    """The MLflow tracker worker processes whose parent is `pid` (read from /proc)."""
+    from heta_eval.run.tracker_worker import MODULE
+
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and MODULE.encode() in cmdline:
+            found.add(int(entry.name))
+    return found

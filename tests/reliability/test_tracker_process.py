@@ -22,23 +22,7 @@ from heta_eval.run.tracker_process import TrackerProcess
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
 from .conftest import mlflow_runs
-from .processes import SLOW_INDEX, after_tracking, run_cli, start_cli
-
-
-def _workers_of(pid: int) -> list[int]:
-    """Tracker worker processes whose parent is `pid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid and tracker_process.WORKER.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
+from .processes import SLOW_INDEX, after_tracking, run_cli, start_cli, tracker_workers
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker through /proc")
@@ -56,10 +40,10 @@ def test_a_killed_run_leaves_no_worker_and_its_rerun_continues_the_same_run(
     )
     victim = start_cli(root, tmp_path, *args)
     deadline = time.monotonic() + 180
-    workers: list[int] = []
+    workers: set[int] = set()
     marker = None
     while time.monotonic() < deadline and victim.poll() is None:
-        workers = workers or _workers_of(victim.pid)
+        workers = workers or tracker_workers(victim.pid)
         journals = list((root / "state").glob("*/journal.jsonl"))
         markers = list((root / "state").glob("*/tracking.json"))
         if workers and markers and journals and journals[0].read_text().count("\n") >= 12:
