@@ -26,6 +26,7 @@ def _run(run_cli: CliRunner, tmp_path: Path, *overrides: str) -> tuple[Path, str
     return report_path, report["run"]["tracking"]["run_id"]
 
 
+@pytest.mark.slow
 def test_cases_from_report_json_and_from_mlflow_agree_and_pair(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

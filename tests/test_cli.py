@@ -25,6 +25,7 @@ def _report_path(stdout: str) -> Path:
     return Path(line.removeprefix("report: "))
 
 
+@pytest.mark.slow
 def test_default_run_prints_scores_and_logs_everything_to_mlflow(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -82,6 +83,7 @@ def test_default_run_prints_scores_and_logs_everything_to_mlflow(
     assert logged == report
 
 
+@pytest.mark.slow
 def test_multirun_groups_jobs_under_a_parent_run(run_cli: CliRunner, tmp_path: Path) -> None:
     proc = run_cli("-m", "recipe.chunk_size=16,32")
     assert proc.returncode == 0, proc.stderr
@@ -130,6 +132,7 @@ def test_help_lists_the_config_groups(run_cli: CliRunner) -> None:
         assert group in proc.stdout
 
 
+@pytest.mark.slow
 def test_prepare_lists_resources_and_verifies_local_data(tmp_path: Path) -> None:
     def prepare(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

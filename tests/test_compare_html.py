@@ -85,6 +85,7 @@ def _chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProc
     return chromium(page, profile, "--window-size=1280,1100", "--virtual-time-budget=15000", *args)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless Chromium not installed ({CHROMIUM})")
 @pytest.mark.parametrize("count", [2, 6])
 def test_comparison_html_fits_1280_pixels_in_chromium(count: int, tmp_path: Path) -> None:

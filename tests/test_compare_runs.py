@@ -136,6 +136,7 @@ def _by_case(report: EvaluationReport, mode: str, metric: str) -> dict[tuple[str
     }
 
 
+@pytest.mark.slow
 def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
     run_cli: CliRunner, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

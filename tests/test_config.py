@@ -111,6 +111,7 @@ def test_recipe_chunk_size_reaches_the_chunker(composer) -> None:
     assert (chunker.chunk_size, chunker.chunk_overlap) == (128, 16)
 
 
+@pytest.mark.slow
 def test_evaluator_groups_extend_or_replace(composer) -> None:
     default = [e.name for e in assemble(composer()).evaluators]
     extended = [e.name for e in assemble(composer("evaluator=with_answers")).evaluators]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from .conftest import CliRunner
 
 
+@pytest.mark.slow
 def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

@@ -62,6 +62,7 @@ def test_dry_run_of_many_units_counts_queries_after_limit_and_modes(run_cli: Cli
     assert "limit: 20 cases (seed 0)" in out
 
 
+@pytest.mark.slow
 def test_dry_run_after_a_real_run_finds_the_cached_build_and_the_finished_run(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

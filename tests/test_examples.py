@@ -162,6 +162,7 @@ def test_the_example_recipes_and_evaluator_compose_and_run(tmp_path: Path) -> No
     assert isinstance(paragraphs.recipe.create_chunker(), ParagraphChunker)
 
 
+@pytest.mark.slow
 def test_the_extending_guide_command_runs_the_examples(run_cli: CliRunner, tmp_path: Path) -> None:
     # What docs/extending.md shows, from the repository root; here cwd is tmp_path, so the search
     # path is absolute and a copy of examples/ is not needed: the editable install (or

@@ -242,6 +242,7 @@ def _runs_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow
 def test_heta_eval_runs_prints_and_writes_the_table(store: dict[str, Any], tmp_path: Path) -> None:
     root = str(store["root"])
     shown = _runs_cli("--root", root, "--sweep", str(store["sweep_dir"]))
@@ -494,6 +495,7 @@ def test_run_names_are_short_and_say_what_differs() -> None:
     assert len(long) == MAX_RUN_NAME and long.endswith("…")
 
 
+@pytest.mark.slow
 def test_heta_eval_runs_fits_the_width_and_keeps_the_column_order(store: dict[str, Any]) -> None:
     root = str(store["root"])
     shown = _runs_cli("--root", root)  # piped: 120 columns
@@ -524,6 +526,7 @@ def test_heta_eval_runs_fits_the_width_and_keeps_the_column_order(store: dict[st
     assert "--columns 'ndcg_at_11' matches no column; similar: ndcg_at_10" in missing.stderr
 
 
+@pytest.mark.slow
 def test_heta_eval_runs_gives_each_benchmark_its_own_table(tmp_path: Path) -> None:
     documents, cases = tmp_path / "documents.jsonl", tmp_path / "cases.jsonl"
     shutil.copy(SAMPLE_DATA / "documents.jsonl", documents)

@@ -110,6 +110,7 @@ def test_evidence_metrics_read_the_retrieved_text_a_file_gives(sample, tmp_path:
     assert replayed.score_summary["replay.ndcg@10"] == original.score_summary["bm25.ndcg@10"]
 
 
+@pytest.mark.slow
 def test_a_run_file_with_predictions_names_what_it_lacks(sample, tmp_path: Path) -> None:
     """Ranking from the TREC run, answers from the predictions; a docid outside the corpus is
     counted and named (ranked as non-relevant), a case without a line fails, named; the

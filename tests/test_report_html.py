@@ -58,6 +58,7 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Evaluati
     return path.parent, EvaluationReport.read_json(path)
 
 
+@pytest.mark.slow
 def test_a_run_writes_report_html_and_logs_it_to_mlflow(
     sample_run: tuple[Path, EvaluationReport], tmp_path: Path
 ) -> None:

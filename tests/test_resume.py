@@ -103,6 +103,7 @@ def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_report(tmp_path: Pat
     assert report.score_summary == reference.score_summary
 
 
+@pytest.mark.slow
 def test_a_finished_configuration_is_not_evaluated_again(run_cli, tmp_path: Path) -> None:
     first = run_cli("runner.limit=5")
     assert first.returncode == 0, first.stderr

@@ -117,6 +117,7 @@ def _assert_equal_runs(expected: EvaluationReport, got: EvaluationReport) -> Non
     assert kb.cache_key is None  # sharded knowledge bases are not cached
 
 
+@pytest.mark.slow
 def test_shards_score_bit_for_bit_as_one_bm25s_index(synthetic_dir: Path) -> None:
     rows = [json.loads(line) for line in (synthetic_dir / "corpus.jsonl").open()]
     texts = [f"{r['title']}\n\n{r['text']}" for r in rows]
@@ -168,6 +169,7 @@ def test_sharded_run_in_this_process_equals_the_unsharded_run(tmp_path: Path) ->
     assert got.knowledge_base_manifests[0].counts["shards"] == 3
 
 
+@pytest.mark.slow
 def test_sharded_run_on_ray_equals_the_unsharded_run_on_a_synthetic_corpus(
     cluster: str, tmp_path: Path, synthetic_dir: Path
 ) -> None:
@@ -204,6 +206,7 @@ def test_sharded_scifact_on_ray_equals_the_unsharded_run(
     assert round(got.score_summary["bm25.ndcg@10"], 4) == 0.6863
 
 
+@pytest.mark.slow
 def test_recipes_that_cannot_be_sharded_exactly_are_refused(run_cli: CliRunner) -> None:
     sharded = RunnerSettings(shards=2, executor="ray")
     dense = "recipe.indexes.dense is heta_eval.kb.index.dense.DenseIndex; only BM25 indexes"

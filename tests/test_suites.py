@@ -87,6 +87,7 @@ def sample_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, proc.stdout
 
 
+@pytest.mark.slow
 def test_a_suite_sweep_ends_with_its_members_by_recipes_table(
     sample_suite: tuple[Path, str], tmp_path: Path
 ) -> None:
@@ -122,6 +123,7 @@ def test_a_suite_sweep_ends_with_its_members_by_recipes_table(
     assert note.startswith("**suite sample") and "| macro average |" in note
 
 
+@pytest.mark.slow
 def test_the_table_reads_back_through_the_cli_and_the_library(
     sample_suite: tuple[Path, str], tmp_path: Path
 ) -> None:
@@ -141,6 +143,7 @@ def test_the_table_reads_back_through_the_cli_and_the_library(
     assert missing.returncode == 2 and "no suite sweep for 'uda'" in missing.stderr
 
 
+@pytest.mark.slow
 def test_comparing_a_suite_sweep_pairs_per_member_with_a_macro_average(
     sample_suite: tuple[Path, str], tmp_path: Path
 ) -> None:

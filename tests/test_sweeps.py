@@ -149,6 +149,7 @@ def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
     assert f"compare the jobs: heta-eval-compare {parent.info.run_id}" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_failing_job_ends_the_parent_failed_with_a_summary_of_what_finished(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

@@ -146,6 +146,7 @@ def test_concurrent_runs_on_the_mlflow_server_all_finish_in_one_experiment(
     _assert_outbox_empty(root)
 
 
+@pytest.mark.slow
 def test_a_run_logs_directly_to_postgresql_with_artifacts_under_its_root(
     database: str, run_cli: CliRunner, tmp_path: Path
 ) -> None:

@@ -42,6 +42,7 @@ def _report(path: Path) -> EvaluationReport:
     return EvaluationReport.model_validate_json(path.read_text())
 
 
+@pytest.mark.slow
 def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

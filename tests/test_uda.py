@@ -153,6 +153,7 @@ async def _cases(bench: UdaBenchmark, tmp_path: Path) -> list:
     return [c async for c in bench.cases(prepared)]
 
 
+@pytest.mark.slow
 def test_the_command_line_logs_one_run_for_99_units(
     uda_root: Path, run_cli, tmp_path: Path
 ) -> None:

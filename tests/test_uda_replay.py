@@ -186,6 +186,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvaluationRe
     return reports
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("subset", list(CRAFTED))
 def test_replayed_answers_score_as_the_authors_code(
     replayed: dict[str, EvaluationReport], subset: str

@@ -150,6 +150,7 @@ def test_runs_shows_the_headline_and_no_paths_with_no_flags(sweep: dict[str, Any
     assert str(sweep["root"]) not in proc.stdout and "paths.root" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_compare_the_parent_with_no_flags(sweep: dict[str, Any]) -> None:
     parent = sweep["parent"].info.run_id
     proc = _run(sweep["cwd"], sweep["env"], "-m", "heta_eval.cli.compare", parent)
@@ -162,6 +163,7 @@ def test_compare_the_parent_with_no_flags(sweep: dict[str, Any]) -> None:
     assert "…" not in proc.stdout  # nothing cut
 
 
+@pytest.mark.slow
 def test_compare_finds_the_store_the_run_was_logged_to(
     sweep: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -221,6 +223,7 @@ def test_a_search_for_a_score_the_run_does_not_produce_stops_before_trial_0(
     assert "Traceback" not in proc.stderr and not root.exists()
 
 
+@pytest.mark.slow
 def test_every_shipped_recipe_reaches_mlflow_whole(tmp_path: Path, caplog: Any) -> None:
     """Each conf/recipe/*.yaml: every setting logged under a name MLflow takes, read back
     with MlflowClient, the original config path recovered from it; no `MLflow refused`."""
@@ -266,6 +269,7 @@ def _leaf_paths(node: Any, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [prefix]
 
 
+@pytest.mark.slow
 def test_a_reused_result_is_said_and_logs_none_of_the_originals_costs(tmp_path: Path) -> None:
     env = user_env(COLUMNS=str(WIDTH), PYTHONWARNINGS="ignore::DeprecationWarning")
     root = tmp_path / "outputs"

@@ -6,7 +6,8 @@ Two things go wrong there without care, and both are handled here:
 - **Creating the schema.** MLflow creates (or upgrades) a new store's tables when a process
   first opens it; processes doing so together lose the race (`table ... already exists`,
   `duplicate column name`). `open_client` opens the store under an exclusive lock on a file
-  beside it (`mlflow.db.lock`), so the schema is made once and the others find it made.
+  beside it (`mlflow.db.lock`), so the schema is made once and the others find it made. A new
+  store is a copy of a migrated empty one (`store_template.py`), not migrated afresh.
 - **Lock waits.** SQLite lets one writer at a time; a write that meets another waits up to
   `BUSY_SECONDS` inside SQLite, and a call that still ends with "database is locked" (SQLite
   gives up at once where waiting could deadlock) is tried again until `LOCK_WAIT_SECONDS`
@@ -146,6 +147,10 @@ def open_client(uri: str) -> Any:
         return MlflowClient(tracking_uri=uri)
     _set_busy_timeout()
     with schema_lock(database):
+        if not database.exists():
+            from heta_eval.tracking.store_template import create_from_template
+
+            create_from_template(database)  # else MLflow makes the tables itself, below
         # MLflow opens the store (creating or upgrading its tables) when the client is made.
         client = LockPatientClient(MlflowClient(tracking_uri=uri))
         client.search_experiments(max_results=1)

@@ -64,6 +64,7 @@ def test_unknown_target_shows_it_and_the_nearest_valid_names(
     assert "did you mean heta_eval.kb.BM25Index" in stderr
 
 
+@pytest.mark.slow
 def test_missing_benchmark_paths_name_the_key(run_cli: CliRunner, tmp_path: Path) -> None:
     stderr = _fails(run_cli, tmp_path, ["benchmark=jsonl"])
     assert "benchmark.documents: a value is required (set benchmark.documents=...)" in stderr
@@ -77,6 +78,7 @@ def test_missing_benchmark_paths_name_the_key(run_cli: CliRunner, tmp_path: Path
     assert f"benchmark.data_root: {tmp_path / 'corpus.jsonl'} not found" in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "keys"),
     [

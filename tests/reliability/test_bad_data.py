@@ -39,6 +39,7 @@ def _refused(run_cli: CliRunner, tmp_path: Path, documents: Path, cases: Path) -
     return proc.stderr
 
 
+@pytest.mark.slow
 def test_malformed_json_lines_name_file_and_line(run_cli: CliRunner, tmp_path: Path) -> None:
     cases = write_jsonl(tmp_path / "cases.jsonl", CASES)
     docs = write_jsonl(tmp_path / "docs.jsonl", [DOCS[0], '{"document_id": "b", "text": '])
@@ -63,6 +64,7 @@ def test_a_latin1_file_is_named_with_its_line_as_not_utf8(
     assert "re-encode it" in stderr
 
 
+@pytest.mark.slow
 def test_duplicate_ids_name_both_lines(run_cli: CliRunner, tmp_path: Path) -> None:
     cases = write_jsonl(tmp_path / "cases.jsonl", CASES)
     docs = write_jsonl(tmp_path / "docs.jsonl", [*DOCS, {"document_id": "a", "text": "again"}])
@@ -76,6 +78,7 @@ def test_duplicate_ids_name_both_lines(run_cli: CliRunner, tmp_path: Path) -> No
     )
 
 
+@pytest.mark.slow
 def test_evidence_naming_missing_documents_warns_with_the_count_or_fails_when_strict(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -138,6 +141,7 @@ def test_an_empty_document_is_reported_and_the_rest_is_scored(
     assert "1 document(s) not indexed" in proc.stdout and key in proc.stdout
 
 
+@pytest.mark.slow
 def test_an_unparseable_pdf_is_a_document_error_and_the_unit_goes_on(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

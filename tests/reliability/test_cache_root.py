@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ..openai_server import serve_chat
 from .conftest import read_report
 from .processes import run_cli
@@ -34,6 +36,7 @@ def _entries(directory: Path) -> int:
     return len(list(directory.glob("*.json"))) if directory.is_dir() else 0
 
 
+@pytest.mark.slow
 def test_answers_and_verdicts_are_cached_under_the_run_root_and_obey_runner_cache(
     tmp_path: Path,
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from heta_eval import EvaluationReport
 
 from .processes import run_cli
@@ -19,6 +21,7 @@ def _evaluate(root: Path, cwd: Path, *extra: str) -> EvaluationReport:
     return EvaluationReport.read_json(done.report_path)
 
 
+@pytest.mark.slow
 def test_a_changed_cached_response_is_a_miss(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     first = _evaluate(root, tmp_path)
@@ -45,6 +48,7 @@ def test_a_changed_cached_response_is_a_miss(tmp_path: Path) -> None:
     assert third.score_summary == first.score_summary
 
 
+@pytest.mark.slow
 def test_a_build_cache_entry_with_an_empty_checksum_list_is_a_miss(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     first = _evaluate(root, tmp_path, "runner.cache=write")

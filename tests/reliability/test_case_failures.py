@@ -46,6 +46,7 @@ def test_failing_cases_are_recorded_and_the_rest_scored(
     assert run.data.metrics["bm25.evidence_recall_at_1.failed"] == 4
 
 
+@pytest.mark.slow
 def test_more_failures_than_max_failure_rate_fail_the_run_but_keep_the_report(
     run_cli: CliRunner, tmp_path: Path, faulty: list[str]
 ) -> None:

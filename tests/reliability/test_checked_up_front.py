@@ -11,6 +11,7 @@ from .conftest import mlflow_runs, nothing_written, read_report
 from .processes import run_cli
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
@@ -35,6 +36,7 @@ def test_bad_component_arguments_exit_2_before_any_work(
     assert nothing_written(root)
 
 
+@pytest.mark.slow
 def test_an_endpoint_without_its_key_exits_2_and_offline_recipes_need_none(
     tmp_path: Path,
 ) -> None:
@@ -55,6 +57,7 @@ def test_an_endpoint_without_its_key_exits_2_and_offline_recipes_need_none(
         assert ok.returncode == 0, ok.stdout + ok.stderr
 
 
+@pytest.mark.slow
 def test_a_run_whose_cases_all_failed_exits_1_whatever_max_failure_rate_says(
     tmp_path: Path,
 ) -> None:
@@ -79,6 +82,7 @@ def test_a_run_whose_cases_all_failed_exits_1_whatever_max_failure_rate_says(
     assert run.info.status == "FAILED"
 
 
+@pytest.mark.slow
 def test_metrics_without_a_score_say_why_on_the_terminal(tmp_path: Path) -> None:
     done = run_cli(
         tmp_path / "outputs", tmp_path, "evaluator=with_answers", "runner.limit=3", "tracking=none"

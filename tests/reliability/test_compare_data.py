@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import jsonl_args, read_report, small_benchmark, write_jsonl
 from .processes import cli_env, run_cli
 
@@ -26,6 +28,7 @@ def _compare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_runs_on_different_data_are_refused_unless_allowed_and_then_flagged(
     tmp_path: Path,
 ) -> None:

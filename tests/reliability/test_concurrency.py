@@ -64,6 +64,7 @@ def test_parallel_sweep_shares_one_store_and_one_cache(tmp_path: Path) -> None:
     assert verify_cache(root / "cache") == (2, 60)
 
 
+@pytest.mark.slow
 def test_two_processes_of_one_configuration(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     gate = tmp_path / "gate"

@@ -30,6 +30,7 @@ def _load_error(tmp_path: Path, docs: Path, cases: Path, **settings: bool) -> st
     return str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_path_outside_the_data_directory_is_refused_by_the_cli(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -132,6 +133,7 @@ def test_bad_base64_and_two_sources_name_file_and_line(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_unit_ids_are_bare_strings_named_by_file_and_line(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ def _nested(depth: int) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_line_nested_200000_deep_is_named_not_a_traceback(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -37,6 +38,7 @@ def test_a_line_nested_200000_deep_is_named_not_a_traceback(
     assert nothing_written(tmp_path / "outputs")
 
 
+@pytest.mark.slow
 def test_a_line_longer_than_the_bound_is_named_and_read_no_further(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

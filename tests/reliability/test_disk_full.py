@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from heta_eval.run.journal import CaseJournal
 
 from ..conftest import CliRunner, user_env
@@ -48,6 +50,7 @@ def _first_run(run_cli: CliRunner) -> tuple[Path, bytes, Path]:
     return report, report.read_bytes(), journal
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_journaling_names_the_journal_and_a_rerun_resumes(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -71,6 +74,7 @@ def test_a_full_disk_while_journaling_names_the_journal_and_a_rerun_resumes(
     assert resumed.score_summary == read_report(report).score_summary
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_writing_the_report_keeps_the_journal_and_no_partial_file(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

@@ -44,6 +44,7 @@ class ReturnsFloat(Evaluator):
 """
 
 
+@pytest.mark.slow
 def test_a_wrong_return_fails_the_case_with_a_clear_message_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -77,6 +78,7 @@ def test_a_wrong_return_fails_the_case_with_a_clear_message_and_the_run_goes_on(
         assert {s["name"] for s in by_case[case]["scores"]} >= {"ndcg@10"}
 
 
+@pytest.mark.slow
 def test_a_number_instead_of_a_score_is_named_too(tmp_path: Path) -> None:
     package = tmp_path / "user" / "userevals"
     package.mkdir(parents=True)

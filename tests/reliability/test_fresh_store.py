@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 from heta_eval.tracking.sqlite_store import open_client
 
@@ -16,6 +18,7 @@ from .conftest import mlflow_runs
 from .processes import start_cli
 
 
+@pytest.mark.slow
 def test_four_processes_on_a_new_store_all_track_their_runs(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     procs = [start_cli(root, tmp_path, "runner.limit=2", f"runner.top_k={k}") for k in (3, 4, 5, 6)]
@@ -33,6 +36,7 @@ def test_four_processes_on_a_new_store_all_track_their_runs(tmp_path: Path) -> N
     assert all(r.data.metrics for r in runs)
 
 
+@pytest.mark.slow
 def test_tracking_waits_for_a_store_another_process_holds_locked(tmp_path: Path) -> None:
     tracker = MlflowTracker(root=tmp_path)
     tracker.start(run_name="first", config={"a": 1}, tags={})

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ..openai_server import Reply, serve_chat
 from .conftest import jsonl_args, mlflow_runs, read_report, small_benchmark, write_jsonl
 from .processes import run_cli
@@ -29,6 +31,7 @@ def _judge_args(base_url: str, *extra: str) -> tuple[str, ...]:
     )
 
 
+@pytest.mark.slow
 def test_a_judge_endpoint_that_refuses_fails_the_metric_and_is_asked_again(
     tmp_path: Path,
 ) -> None:

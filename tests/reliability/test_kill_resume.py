@@ -66,6 +66,7 @@ def _killed(root: Path, tmp_path: Path, *args: str) -> Finished:
     return victim
 
 
+@pytest.mark.slow
 def test_killed_while_writing_the_report(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     args = (*ARGS, _killer(tmp_path / "marker", "os.rename", "report.json"))
@@ -173,6 +174,7 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     assert journal.read_bytes().endswith(b"\n")
 
 
+@pytest.mark.slow
 def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     first = run_cli(root, tmp_path, *ARGS)

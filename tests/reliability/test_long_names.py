@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ..conftest import CliRunner
 from .conftest import jsonl_args, read_report, report_path, write_jsonl
 
@@ -20,6 +22,7 @@ def _case(case_id: str, query: str, document_id: str) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_a_234_character_document_name_is_stored_and_scored(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

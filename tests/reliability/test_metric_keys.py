@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from heta_eval.tracking.lenient import REJECTED_TAG
@@ -22,6 +23,7 @@ from .processes import cli_env
 LONG = "why " * 75  # a 300-character label
 
 
+@pytest.mark.slow
 def test_long_and_colliding_slice_labels_are_all_tracked(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:

@@ -69,6 +69,7 @@ def _service(redirect_to: str) -> Iterator[tuple[int, list[str]]]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_a_host_name_of_this_machine_and_a_redirect_to_loopback_are_not_fetched(
     tmp_path: Path,
 ) -> None:

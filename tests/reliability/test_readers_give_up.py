@@ -63,6 +63,7 @@ def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 LOAD_RUNS = "import sys; from heta_eval import load_runs; load_runs(tracking_uri=sys.argv[1])"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["runs", "compare", "load_runs"])
 def test_readers_try_a_failing_server_three_times_and_say_so(tmp_path: Path, reader: str) -> None:
     with unavailable_server() as (uri, hits):

@@ -41,6 +41,7 @@ def _runs(uri: str) -> list:
     return client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
 
 
+@pytest.mark.slow
 def test_edited_cases_are_evaluated_again_not_replayed(tmp_path: Path) -> None:
     docs, cases = small_benchmark(tmp_path, cases=8)
     args = (*jsonl_args(docs, cases), "tracking=none")
@@ -70,6 +71,7 @@ def test_edited_cases_are_evaluated_again_not_replayed(tmp_path: Path) -> None:
     assert edited.run.identity != read_report(report_path(first.stdout)).run.identity
 
 
+@pytest.mark.slow
 def test_two_configurations_sharing_a_run_directory_each_get_their_own_report(
     tmp_path: Path,
 ) -> None:
@@ -87,6 +89,7 @@ def test_two_configurations_sharing_a_run_directory_each_get_their_own_report(
     assert all(len(r.retrieved) <= 1 for r in report.case_results)
 
 
+@pytest.mark.slow
 def test_edited_code_is_never_served_a_cached_result(tmp_path: Path) -> None:
     # A checkout of heta_eval (package and conf/) that this test may edit, not in git.
     tree = tmp_path / "tree"
@@ -133,6 +136,7 @@ def test_edited_code_is_never_served_a_cached_result(tmp_path: Path) -> None:
     assert report.run.identity.data == before.data
 
 
+@pytest.mark.slow
 def test_edited_user_component_is_evaluated_again(tmp_path: Path) -> None:
     plugin = tmp_path / "plugin"
     plugin.mkdir()
@@ -161,6 +165,7 @@ class Constant(Evaluator):
     assert read_report(report_path(again.stdout)).score_summary["bm25.constant"] == 0.0
 
 
+@pytest.mark.slow
 def test_failures_of_the_environment_are_retried_and_gated_on_every_run(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the build cache's directory should be")
@@ -191,6 +196,7 @@ def test_failures_of_the_environment_are_retried_and_gated_on_every_run(tmp_path
     assert report.run.identity == failed.run.identity  # the same result, now complete
 
 
+@pytest.mark.slow
 def test_a_reused_result_is_a_run_in_the_tracker_that_asked_for_it(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     first = run_cli(root, tmp_path, "runner.limit=5")

@@ -75,6 +75,7 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_the_run_killed_and_the_rerun_resumes(
     tmp_path: Path, signum: signal.Signals, status: int

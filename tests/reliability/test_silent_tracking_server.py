@@ -51,6 +51,7 @@ def silent() -> Iterator[SilentServer]:
     server.close()
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_costs_one_timeout_then_the_outbox(
     tmp_path: Path, silent: SilentServer
 ) -> None:

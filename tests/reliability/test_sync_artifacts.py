@@ -20,6 +20,7 @@ from .processes import cli_env, free_port, run_cli
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 def test_sync_into_a_new_store_keeps_artifacts_beside_it_not_in_the_cwd(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     done = run_cli(root, tmp_path, f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=2")

@@ -25,6 +25,7 @@ from .conftest import mlflow_runs
 from .processes import SLOW_INDEX, after_tracking, run_cli, start_cli, tracker_workers
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker through /proc")
 def test_a_killed_run_leaves_no_worker_and_its_rerun_continues_the_same_run(
     tmp_path: Path,
@@ -91,6 +92,7 @@ def test_a_worker_that_cannot_start_leaves_tracking_to_this_process(
     assert f"(run {run.info.run_id})" in report.run.tracking.where
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_mid_run_is_replaced_and_the_run_continues(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

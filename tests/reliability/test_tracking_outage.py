@@ -104,6 +104,7 @@ def _offline_run(root: Path, tmp_path: Path, port: int) -> Finished:
     return done
 
 
+@pytest.mark.slow
 def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     done = _offline_run(root, tmp_path, free_port())

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from heta_eval.code_identity import external_sources
 
 from ..conftest import REPO
@@ -63,6 +65,7 @@ def test_a_query_mode_listed_twice_is_refused_not_scored_twice(tmp_path: Path) -
         assert not list(root.rglob("report.json"))
 
 
+@pytest.mark.slow
 def test_non_finite_component_arguments_are_refused_by_name(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     for value, shown in (("nan", "nan"), ("1e999", "inf"), ("-inf", "-inf")):
@@ -106,6 +109,7 @@ def _user_package(root: Path, value: float) -> Path:
     return package.parent
 
 
+@pytest.mark.slow
 def test_a_module_a_user_component_imports_is_part_of_the_code_identity(
     tmp_path: Path, monkeypatch: object
 ) -> None:
@@ -130,6 +134,7 @@ def test_a_module_a_user_component_imports_is_part_of_the_code_identity(
     assert set(digests) == {f"mycomp{m}" for m in ("", ".ev2", ".consts", ".deeper", ".late")}
 
 
+@pytest.mark.slow
 def test_a_knowledge_base_with_nothing_indexed_fails_its_cases_and_is_not_cached(
     tmp_path: Path,
 ) -> None:
