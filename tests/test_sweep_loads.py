@@ -145,3 +145,31 @@ def test_reads_are_recorded_and_a_change_is_seen(tmp_path: Path) -> None:
     with watch_reads() as networked:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
     assert networked.unverifiable is not None and "subprocess" in networked.unverifiable
+
+
+@pytest.mark.slow
+def test_a_config_file_changed_between_jobs_is_composed_again(tmp_path: Path) -> None:
+    # The launcher takes the sweeper's composition of a job only while its files are
+    # unchanged: the recipe's chunk_size edited after job 0 is what jobs 1 and 2 run with.
+    recipe = tmp_path / "conf" / "recipe" / "mine.yaml"
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text("defaults:\n  - bm25\n  - _self_\n\nchunk_size: 64\n")
+    an_hour_ago = time.time() - 3600
+    os.utime(recipe, (an_hour_ago, an_hour_ago))
+    root = tmp_path / "sweep"
+    edit = "+hydra.callbacks.edit_recipe"
+    _heta_eval(
+        tmp_path,
+        root,
+        "-m",
+        f"--config-dir={tmp_path / 'conf'}",
+        "recipe=mine",
+        "runner.top_k=3,5,8",
+        f"{edit}._target_=tests.sweep_callbacks.ReplaceTextAfterJob",
+        f"{edit}.path={recipe}",
+        f"{edit}.job=0",
+        f"{edit}.old='chunk_size: 64'",
+        f"{edit}.new='chunk_size: 32'",
+    )
+    reports = _reports(root)
+    assert [r["recipe_manifest"]["chunk_size"] for r in reports] == [64, 32, 32]

@@ -59,9 +59,9 @@ class FileReads:
         self.signatures[name] = found
         # A later write sets the mtime to its own time, unequal to an mtime older than the
         # timestamps' granularity; one in the same tick as a recent mtime might not be seen.
-        if found is not None and self.unverifiable is None:
-            if found[1] > opened_at - int(RACY_SECONDS * 1e9):
-                self.unverifiable = f"{name} was modified less than {RACY_SECONDS:g} s before"
+        racy = found is not None and found[1] > opened_at - int(RACY_SECONDS * 1e9)
+        if racy and self.unverifiable is None:
+            self.unverifiable = f"{name} was modified less than {RACY_SECONDS:g} s before"
 
     def changed(self) -> str | None:
         """The first path whose signature differs from when it was read (or None)."""
