@@ -26,7 +26,6 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from heta_eval.records import BenchmarkLoadReuse
 from heta_eval.run.file_reads import FileReads, watch_reads
 
 if TYPE_CHECKING:
@@ -67,6 +66,8 @@ async def load(runner: BenchmarkRunner, key: str, job: int | None) -> LoadedBenc
     if kept is not None and kept.key == key:
         changed = kept.reads.changed()
         if changed is None:
+            from heta_eval.records import BenchmarkLoadReuse
+
             runner.check_loaded(kept.loaded.contents)
             files = len(kept.reads.signatures)
             log.info(
