@@ -173,3 +173,21 @@ def test_a_config_file_changed_between_jobs_is_composed_again(tmp_path: Path) ->
     )
     reports = _reports(root)
     assert [r["recipe_manifest"]["chunk_size"] for r in reports] == [64, 32, 32]
+
+
+@pytest.mark.slow
+def test_jobs_of_another_benchmark_configuration_read_their_own(tmp_path: Path) -> None:
+    documents, full, fewer = (tmp_path / n for n in ("d.jsonl", "full.jsonl", "fewer.jsonl"))
+    shutil.copy(SAMPLE_DATA / "documents.jsonl", documents)
+    shutil.copy(SAMPLE_DATA / "cases.jsonl", full)
+    fewer.write_text("".join(full.read_text().splitlines(keepends=True)[:-1]))
+    an_hour_ago = time.time() - 3600
+    for path in (documents, full, fewer):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    root = tmp_path / "sweep"
+    cases = f"benchmark.cases={full},{fewer},{fewer}"
+    _heta_eval(tmp_path, root, "-m", "benchmark=jsonl", f"benchmark.documents={documents}", cases)
+    reports = _reports(root)
+    assert [r["run"]["cases"]["total"] for r in reports] == [48, 47, 47]
+    loads = [r["run"]["benchmark_load_reused"] for r in reports]
+    assert loads[:2] == [None, None] and loads[2]["job"] == 1
