@@ -43,13 +43,11 @@ CHECKSUMS = "checksums.json"
 
 def build_key(recipe: KnowledgeRecipe, sources: Sequence[RawSource]) -> str | None:
     """The cache key of building `recipe` over `sources`; None when a source has no digest."""
-    if any(s.sha256 is None for s in sources):
+    # One pass: each source of a unit is made when it is read (`run.documents.UnitSources`).
+    rows = [[s.key, s.document_id, s.media_type, s.sha256] for s in sources]
+    if any(row[3] is None for row in rows):
         return None
-    material = {
-        "recipe": recipe.build_settings(),
-        "sources": [[s.key, s.document_id, s.media_type, s.sha256] for s in sources],
-        "code": code_versions(),
-    }
+    material = {"recipe": recipe.build_settings(), "sources": rows, "code": code_versions()}
     payload = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -31,6 +31,7 @@ from heta_eval.records.query import (
     SourceRef,
 )
 from heta_eval.records.run import (
+    BenchmarkLoadReuse,
     CaseCounts,
     ReusedFrom,
     RunFacts,
@@ -46,6 +47,7 @@ __all__ = [
     "BenchmarkDocument",
     "BenchmarkEvidence",
     "BenchmarkExpected",
+    "BenchmarkLoadReuse",
     "BenchmarkManifest",
     "BenchmarkResource",
     "BenchmarkRunUnit",

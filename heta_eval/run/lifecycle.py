@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from heta_eval import __version__
 from heta_eval.async_run import run_sync
-from heta_eval.run import sweep_workers
+from heta_eval.run import sweep_loads, sweep_workers
 from heta_eval.run.artifacts import HtmlRenderer
 from heta_eval.run.units import heap_frozen
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from omegaconf import DictConfig
 
-    from heta_eval.records import EvaluationReport, RunIdentity
+    from heta_eval.records import BenchmarkLoadReuse, EvaluationReport, RunIdentity
     from heta_eval.run.assembly import RunComponents
     from heta_eval.run.runner import BenchmarkRunner, LoadedBenchmark
     from heta_eval.run.state import CompletionMarker, RunState
@@ -121,6 +121,7 @@ class RunLifecycle:
         self.worker: TrackerProcess | None = None
         self.renderer = HtmlRenderer()
         self.began = time.time()  # the tracking run starts here, whenever MLflow creates it
+        self.load_reused: BenchmarkLoadReuse | None = None  # see run.sweep_loads
 
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
@@ -162,7 +163,13 @@ class RunLifecycle:
         lock_key = hashlib.sha256(f"{self.components.config_hash}:{code}".encode()).hexdigest()
         with configuration_lock(self.settings.state_dir, lock_key[:24]):
             runner = self.components.runner()
-            loaded = await runner.load()
+            if sweep_workers.enabled():
+                # A sweep's job in its launching process: the last job's benchmark may serve.
+                key = sweep_loads.load_key(self.components.benchmark_key, runner)
+                loaded = await sweep_loads.load(runner, key, self.sweep_job)
+                self.load_reused = loaded.reused
+            else:
+                loaded = await runner.load()
             identity = run_identity(self.components.config_hash, loaded.data_digest, code)
             state = RunState(self.settings.state_dir, identity)
             if self._hands_over:
@@ -300,6 +307,7 @@ class RunLifecycle:
                 "output_dir": str(self.settings.output_dir),
                 "tracking": TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id),
                 "reused_from": source,
+                "benchmark_load_reused": self.load_reused,
             }
         )
         report = previous.model_copy(update={"run": run})
@@ -385,6 +393,11 @@ class RunLifecycle:
             tags["heta_eval.sweep_id"] = self.sweep_id
         if self.sweep_job is not None:
             tags["heta_eval.sweep_job"] = str(self.sweep_job)
+        if sweep_workers.enabled():
+            reused = self.load_reused
+            tags[sweep_loads.LOAD_TAG] = "read" if reused is None else "reused"
+            if reused is not None:
+                tags[sweep_loads.REUSED_FROM_JOB_TAG] = str(reused.job)
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit

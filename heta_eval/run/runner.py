@@ -30,6 +30,7 @@ from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkContents,
+    BenchmarkLoadReuse,
     BenchmarkRunUnit,
     BenchmarkWorkspace,
     EvaluationCaseResult,
@@ -56,11 +57,13 @@ class BenchmarkError(ValueError):
 @dataclass(frozen=True)
 class LoadedBenchmark:
     """What `BenchmarkRunner.load` read: the contents, each document's sha256 (None when its
-    bytes could not be read, or are fetched from a URI later) and the digest of it all."""
+    bytes could not be read, or are fetched from a URI later) and the digest of it all;
+    `reused` when an earlier job of the same sweep process read it (`run.sweep_loads`)."""
 
     contents: BenchmarkContents
     data_digest: str
     document_sha256: dict[str, str | None] = field(default_factory=dict)
+    reused: BenchmarkLoadReuse | None = None
 
 
 def select_cases(
@@ -210,6 +213,12 @@ class BenchmarkRunner:
             raise BenchmarkError(
                 f"benchmark {self.benchmark.manifest.name!r} cannot be evaluated: {problems}"
             ) from None
+        self.check_loaded(contents)
+        return LoadedBenchmark(contents, digest.hexdigest(), digest.document_sha256)
+
+    def check_loaded(self, contents: BenchmarkContents) -> None:
+        """This run's checks of loaded contents: evidence naming documents the benchmark
+        does not have (an error with `runner.strict`), and the recipe's own (a replay)."""
         check_evidence_documents(contents, strict=self.settings.strict)
         check_contents = getattr(self.recipe, "check_contents", None)
         if check_contents is not None:  # a replay checks its files' ids against the cases
@@ -217,7 +226,6 @@ class BenchmarkRunner:
                 check_contents(contents)
             except ValueError as exc:
                 raise BenchmarkError(str(exc)) from None
-        return LoadedBenchmark(contents, digest.hexdigest(), digest.document_sha256)
 
     def _plan(self, contents: BenchmarkContents) -> list[UnitPlan]:
         """Units with their documents and cases, after `limit` (see `select_cases`)."""
@@ -463,6 +471,7 @@ class BenchmarkRunner:
                 document_errors=document_errors,
                 cache=self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
                 resumed_cases=len(journaled),
+                benchmark_load_reused=loaded.reused,
                 retried_cases=self.journal.retried if self.journal else 0,
                 timings_seconds={
                     # On the critical path; with a writer process, the time spent queuing

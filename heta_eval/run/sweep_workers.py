@@ -149,3 +149,6 @@ def shutdown() -> None:
         pages.close()
     if link is not None:
         link.close(FINISH_TIMEOUT)
+    from heta_eval.run import sweep_loads
+
+    sweep_loads.forget()  # the last job's benchmark, kept for a next job that will not come
