@@ -317,6 +317,17 @@ class KnowledgeBase:
             trace={"retrieval_seconds": seconds, "candidates": len(hits)},
         )
 
+    def exact_in_batches(self, mode: str) -> bool:
+        """Whether `query_many` gives each query of `mode` the response `query` gives it
+        alone (the same hits, scores and tie order): the mode's index says so (BM25) and no
+        reranker or answerer follows the retrieval."""
+        index = self._indexes.get(mode)
+        return (
+            self._reranker is None
+            and self._answerer is None
+            and getattr(index, "exact_in_batches", False) is True
+        )
+
     async def query(
         self, text: str, *, mode: str, top_k: int = 10, options: Mapping[str, Any] | None = None
     ) -> QueryResponse:
