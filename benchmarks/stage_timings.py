@@ -77,11 +77,12 @@ def one_run(
     tmp = scratch_dir("stage-timings-")
     # As a heta-eval run does (run.lifecycle): MLflow is imported and its store opened in a
     # tracker worker process started with the run, off the evaluation's critical path.
-    tracking = start_tracking(tmp) if mlflow else None
+    built_recipe = bm25_recipe(**recipe)
+    tracking = start_tracking(tmp, built_recipe.manifest()) if mlflow else None
     bench = make_benchmark(name)
     runner = BenchmarkRunner(
         benchmark=bench,
-        recipe=bm25_recipe(**recipe),
+        recipe=built_recipe,
         evaluators=bench.evaluators(),
         settings=RunnerSettings(
             output_dir=tmp / "run",
@@ -171,10 +172,10 @@ def sizes(report: Any, store: Path, documents: int) -> dict[str, float]:
     }
 
 
-def start_tracking(tmp: Path) -> Any:
-    """A tracker worker process for a fresh local SQLite MLflow store (`TrackerProcess`, as a
-    heta-eval run starts it): it imports MLflow and creates the store while the run loads
-    and evaluates."""
+def start_tracking(tmp: Path, recipe: Any) -> Any:
+    """A tracker worker process for a fresh local SQLite MLflow store (`TrackerProcess`), and
+    the run started in it without waiting, as a heta-eval run starts them: the worker imports
+    MLflow, creates the store and starts the run while this process loads and evaluates."""
     from heta_eval.run.tracker_process import TrackerProcess
     from heta_eval.tracking import MlflowTracker
 
@@ -183,14 +184,14 @@ def start_tracking(tmp: Path) -> Any:
         MlflowTracker(root=root), {"_target_": "heta_eval.tracking.MlflowTracker", "root": root}
     )
     tracker.connect()
+    tracker.start(run_name="stage-timings", config={"recipe": recipe}, tags={})
     return tracker
 
 
 def log_to_mlflow(tracker: Any, report: Any, tmp: Path) -> dict[str, float]:
-    """Seconds the run waits for the tracker worker to start its MLflow run (the store
-    created meanwhile, unless the worker is still at it), and to log the report and end."""
+    """Seconds the run waits for the tracker worker's MLflow run (0 unless the worker is
+    still creating the store and the run), and to log the report and end."""
     t0 = time.perf_counter()
-    tracker.start(run_name="stage-timings", config={"recipe": report.recipe_manifest}, tags={})
     tracker.run_id  # noqa: B018  (waits for the worker: the store and the run exist)
     t1 = time.perf_counter()
     tracker.log_report(report, {"report": tmp / "run" / "report.json"})
