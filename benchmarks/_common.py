@@ -78,10 +78,20 @@ def read_beir(root: Path, split: str = "test") -> tuple[list[str], list[str], di
     return ids, texts, queries, qrels
 
 
+# Set by a script that times another one's whole process (`run_script(..., scratch=True)`):
+# that process makes its scratch directories in this one, which the timing script removes
+# after the clock stops (a run's 200k-file object store takes seconds to delete, and
+# deleting it is no part of an evaluation).
+SCRATCH_ROOT = "HETA_BENCH_SCRATCH_ROOT"
+
+
 def scratch_dir(prefix: str) -> Path:
-    """A temporary directory removed when this process exits (stores, runs, MLflow)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    """A temporary directory removed when this process exits (stores, runs, MLflow), or,
+    under `$HETA_BENCH_SCRATCH_ROOT`, by the process that set it."""
+    root = os.environ.get(SCRATCH_ROOT)
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    if root is None:
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 
@@ -130,19 +140,25 @@ def write_json(path: Path | None, data: Any) -> None:
 
 
 def run_script(
-    script: str, *args: str, timeout: float = 1800, env: Mapping[str, str] | None = None
+    script: str,
+    *args: str,
+    timeout: float = 1800,
+    env: Mapping[str, str] | None = None,
+    scratch: Path | None = None,
 ) -> dict[str, Any]:
     """Run `benchmarks/{script}` in a fresh interpreter (with `env` added to the
-    environment) and return the JSON it wrote."""
+    environment) and return the JSON it wrote. With `scratch`, the script makes its scratch
+    directories there and leaves them for the caller to remove (`SCRATCH_ROOT`)."""
     out = RESULTS / "tmp" / f"{Path(script).stem}-{os.getpid()}-{time.monotonic_ns()}.json"
     command = [sys.executable, str(REPO / "benchmarks" / script), *args, "--json", str(out)]
+    added = {**(env or {}), **({SCRATCH_ROOT: str(scratch)} if scratch is not None else {})}
     done = subprocess.run(
         command,
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-        env={**os.environ, **env} if env else None,
+        env={**os.environ, **added} if added else None,
     )
     if done.returncode != 0 or not out.is_file():
         raise RuntimeError(

@@ -56,7 +56,10 @@ class BackgroundStoreWriter:
             stderr=subprocess.PIPE,
         )
         _widen_pipe(self._process.stdin)
-        self._batches: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        # Batches of frames, joined by the feeder just before it writes them: until then a
+        # batch refers to the caller's bytes rather than holding a copy (a writer that lags
+        # behind the build would otherwise hold a second copy of every document queued).
+        self._batches: queue.SimpleQueue[list[bytes]] = queue.SimpleQueue()
         self._failure: BaseException | None = None
         self._feeder = threading.Thread(target=self._feed, name="store-writer-feed", daemon=True)
         self._feeder.start()
@@ -73,16 +76,17 @@ class BackgroundStoreWriter:
     def flush(self) -> None:
         """Hand what is queued to the writer process now (`put` does it every few MB)."""
         if self._frames:
-            self._batches.put(b"".join(self._frames))
+            self._batches.put(self._frames)
             self._frames, self._size = [], 0
 
     def _feed(self) -> None:
-        """Thread: hand the queued batches to the child until the empty batch ends them."""
+        """Thread: hand the queued batches to the child until an empty batch ends them."""
         stdin = self._process.stdin
         assert stdin is not None
         try:
             while batch := self._batches.get():
-                stdin.write(batch)
+                stdin.write(b"".join(batch))
+                del batch
             stdin.close()
         except (OSError, ValueError) as exc:
             self._failure = exc  # the child is gone; finish() says why from its stderr
@@ -95,7 +99,7 @@ class BackgroundStoreWriter:
         that could not be put.
         """
         self.flush()
-        self._batches.put(b"")
+        self._batches.put([])
         self._feeder.join()
         assert self._process.stdout is not None and self._process.stderr is not None
         stdout = self._process.stdout.read()  # the child says little: no pipe fills up
@@ -122,7 +126,7 @@ class BackgroundStoreWriter:
         if self._process.poll() is None:
             self._process.kill()
         self._process.wait()
-        self._batches.put(b"")
+        self._batches.put([])
         self._feeder.join(timeout=5)
         for stream in (self._process.stdout, self._process.stderr):
             if stream is not None:

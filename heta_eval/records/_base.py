@@ -32,6 +32,10 @@ def check_plain_id(value: str, field: str) -> str:
     """Refuse an id with a control character (NUL, newline, tab, ...), a line or paragraph
     separator or a bidirectional control: it would print as something else, or break the
     line-oriented files and logs it is written to."""
+    if value.isascii() and value.isprintable():
+        # The common case, checked in C: every ASCII control character is unprintable, and
+        # line/paragraph separators and bidirectional controls are not ASCII.
+        return value
     for position, char in enumerate(value):
         if char in _BIDI_CONTROLS:
             what = "a bidirectional control character"

@@ -69,5 +69,10 @@ class DataDigest:
         return self._digest.hexdigest()
 
 
+# One encoder for every document: `json.dumps(..., sort_keys=True, default=str)` builds a new
+# one per call, which cost more than encoding a document's small metadata (the same text).
+_METADATA_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def _metadata(metadata: object) -> str:
-    return json.dumps(metadata, sort_keys=True, default=str)
+    return _METADATA_JSON.encode(metadata)

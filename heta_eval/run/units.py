@@ -38,6 +38,9 @@ from heta_eval.run.shards import ShardPlan
 
 log = logging.getLogger(__name__)
 
+QUERY_BATCH = 512
+"""Cases retrieved in one call when the knowledge base gives each the result it gets alone."""
+
 
 @dataclass(frozen=True)
 class UnitPlan:
@@ -164,6 +167,51 @@ class UnitEvaluator:
     # runner.shards: each unit's corpus split into shards (built on them, never cached).
     shards: ShardPlan | None = None
 
+    @property
+    def depth(self) -> int:
+        """Results retrieved per query: one more than top_k when the query's own document
+        is dropped (`ignore_identical_ids`)."""
+        return self.top_k + 1 if self.ignore_identical_ids else self.top_k
+
+    async def query_in_batches(
+        self, kb: KnowledgeBaseLike, todo: Sequence[tuple[BenchmarkCase, str]]
+    ) -> dict[tuple[str, str], tuple[QueryResponse, float]]:
+        """The responses (and latencies) of the cases in `todo` that can be retrieved
+        together: from the response cache, or in one `query_many` call per query mode whose
+        batches give every query what it gets alone (`exact_in_batches`, BM25). Each gets
+        the batch's seconds divided evenly as its latency. Cases of other modes, and of a
+        batch that fails, are left out: `evaluate_case` queries them one at a time (and
+        records their errors)."""
+        exact = getattr(kb, "exact_in_batches", None)
+        if exact is None or getattr(kb, "query_case", None) is not None:
+            return {}
+        answered: dict[tuple[str, str], tuple[QueryResponse, float]] = {}
+        pending: dict[str, list[tuple[BenchmarkCase, str | None]]] = {}
+        for case, mode in todo:
+            if not exact(mode):
+                continue
+            key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.depth)
+            cached = self.cache.get_response(key) if key is not None else None
+            if cached is not None:
+                answered[case.case_id, mode] = (cached[0], cached[1] or 0.0)
+            else:
+                pending.setdefault(mode, []).append((case, key))
+        for mode, cases in pending.items():
+            started = time.perf_counter()
+            try:
+                responses = await kb.query_many(  # type: ignore[attr-defined]
+                    [case.query for case, _ in cases], mode=mode, top_k=self.depth
+                )
+            except Exception as exc:
+                log.debug("batched %s queries failed (%s); querying one at a time", mode, exc)
+                continue
+            latency = (time.perf_counter() - started) / len(cases)
+            for (case, key), response in zip(cases, responses, strict=True):
+                answered[case.case_id, mode] = (response, latency)
+                if key is not None:
+                    self.cache.put_response(key, response, latency)
+        return answered
+
     @functools.cached_property
     def answers(self) -> bool | None:
         """Whether the recipe generates answers (for `QueryResponse.scope`)."""
@@ -174,9 +222,17 @@ class UnitEvaluator:
         return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
 
     async def evaluate_case(
-        self, kb: KnowledgeBaseLike, unit_id: str, case: BenchmarkCase, mode: str
+        self,
+        kb: KnowledgeBaseLike,
+        unit_id: str,
+        case: BenchmarkCase,
+        mode: str,
+        answered: tuple[QueryResponse, float] | None = None,
     ) -> EvaluationCaseResult:
-        """Query one case and score it; failures become the case's EvaluationError."""
+        """Query one case and score it; failures become the case's EvaluationError.
+
+        `answered`: the case's response and latency, already retrieved (`query_in_batches`).
+        """
         common = {
             "case_id": case.case_id,
             "unit_id": unit_id,
@@ -185,9 +241,11 @@ class UnitEvaluator:
             "labels": self.labels(case),
             "expected": expected_for_report(case.expected),
         }
-        depth = self.top_k + 1 if self.ignore_identical_ids else self.top_k
-        key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, depth)
-        cached = self.cache.get_response(key) if key is not None else None
+        depth = self.depth
+        key = None
+        if answered is None:
+            key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, depth)
+        cached = answered or (self.cache.get_response(key) if key is not None else None)
         if cached is not None:
             # An evaluator-only change re-scores without querying; the latency is the original.
             response, latency = cached[0], cached[1] or 0.0
@@ -310,22 +368,38 @@ class UnitEvaluator:
         )
         limiter = asyncio.Semaphore(self.max_concurrent_queries)
 
-        async def bounded(case: BenchmarkCase, mode: str) -> EvaluationCaseResult:
+        async def bounded(
+            case: BenchmarkCase, mode: str, answered: tuple[QueryResponse, float] | None
+        ) -> EvaluationCaseResult:
             async with limiter:
-                result = await self.evaluate_case(kb, unit_id, case, mode)
+                result = await self.evaluate_case(kb, unit_id, case, mode, answered)
             if on_result is not None:
                 on_result(result)
             queries.advance()
             return result
 
+        # Cases are retrieved together where the knowledge base gives each the same result
+        # as alone (BM25: one vectorised call instead of a call per query), a bounded number
+        # at a time so that their responses are not all held at once.
+        batches = bool(getattr(kb, "exact_in_batches", None)) and any(
+            kb.exact_in_batches(mode)  # type: ignore[attr-defined]
+            for mode in self.query_modes
+        )
+        step = QUERY_BATCH if batches else max(len(todo), 1)
+        results: list[EvaluationCaseResult] = []
         try:
             with cyclic_gc_paused(), progress.stage("query+score", len(todo), "queries") as queries:
-                results = await asyncio.gather(*(bounded(case, mode) for case, mode in todo))
+                for first in range(0, len(todo), step):
+                    part = todo[first : first + step]
+                    answered = await self.query_in_batches(kb, part) if batches else {}
+                    results += await asyncio.gather(
+                        *(bounded(c, m, answered.get((c.case_id, m))) for c, m in part)
+                    )
         finally:
             closer = getattr(kb, "aclose", None)
             if closer is not None:
                 await closer()
-        return UnitOutcome(unit_id, manifest, list(results), self._delta(before))
+        return UnitOutcome(unit_id, manifest, results, self._delta(before))
 
     def _delta(self, before: CacheStats) -> CacheStats:
         delta = CacheStats()

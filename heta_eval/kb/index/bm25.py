@@ -219,6 +219,10 @@ class _TokenIds:
 class BuiltBM25Index:
     """A queryable BM25 index; chunks that share no term with the query are not returned."""
 
+    # Queries searched together get the hits, scores and tie order each gets alone: the
+    # vocabulary is fixed, and bm25s scores and selects the top k of each query on its own.
+    exact_in_batches = True
+
     def __init__(self, tokenizer, retriever, size: int) -> None:  # type: ignore[no-untyped-def]
         self._tokenizer = tokenizer
         self._retriever = retriever

@@ -1,0 +1,130 @@
+"""Cases retrieved together (one bm25s call per batch) get exactly what each gets alone: the
+same hits, scores and tie order, and the same case results from the unit evaluator."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from heta_eval.evaluators import NDCGAtK, RecallAtK
+from heta_eval.kb import KnowledgeBase, LocalObjectStore, RawSource
+from heta_eval.kb.build_cache import BuildCache
+from heta_eval.records import (
+    BenchmarkCase,
+    BenchmarkEvidence,
+    BenchmarkExpected,
+    BenchmarkRunUnit,
+)
+from heta_eval.run import units
+from heta_eval.run.units import UnitEvaluator, UnitPlan
+
+from .conftest import REPO, load_recipe
+
+SCIFACT = REPO.parent / "shared" / "datasets" / "beir" / "scifact"
+DOCUMENTS = 300
+QUERIES = 60
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalObjectStore, list, list]:
+    """300 SciFact documents, each of the first 30 stored twice (equal scores: ties), and
+    60 queries, among them queries with no known word and one naming a document's id."""
+    store = LocalObjectStore(tmp_path_factory.mktemp("store"))
+    sources = []
+    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line, _ in zip(handle, range(DOCUMENTS), strict=False)]
+    for copy in ("", "-copy"):
+        for row in rows if not copy else rows[:30]:
+            doc = f"{row['_id']}{copy}"
+            key = f"raw/benchmarks/scifact/test/{doc}/{doc}.txt"
+            store.put(key, f"{row['title']}\n{row['text']}".encode())
+            sources.append(RawSource(key=key, document_id=doc))
+    with (SCIFACT / "queries.jsonl").open(encoding="utf-8") as handle:
+        lines = zip(handle, range(QUERIES), strict=False)
+        queries = [json.loads(line)["text"] for line, _ in lines]
+    queries += ["zzqx wvvk", rows[3]["title"], rows[3]["title"]]
+    return store, sources, queries
+
+
+def _kb(store: LocalObjectStore, sources: list) -> KnowledgeBase:
+    return KnowledgeBase._build(load_recipe(), "kb", store, sources)
+
+
+def _ranked(response) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return [(r.id, r.score, r.text, r.source.model_dump()) for r in response.results]
+
+
+def test_query_many_gives_each_query_what_it_gets_alone(corpus: tuple) -> None:
+    store, sources, queries = corpus
+    kb = _kb(store, sources)
+    assert kb.exact_in_batches("bm25")
+    together = asyncio.run(kb.query_many(queries, mode="bm25", top_k=40))
+    alone = [asyncio.run(kb.query(q, mode="bm25", top_k=40)) for q in queries]
+    assert [_ranked(r) for r in together] == [_ranked(r) for r in alone]
+    # The ties are there to be ordered: some results share a score with their neighbour.
+    scores = [r.score for response in together for r in response.results]
+    assert any(a == b for a, b in itertools.pairwise(scores))
+    assert together[-3].results == ()  # no known word: nothing retrieved, alone or together
+
+
+def _cases(queries: list[str], sources: list) -> list[BenchmarkCase]:
+    cases = []
+    for i, query in enumerate(queries):
+        document = sources[(7 * i) % len(sources)].document_id
+        # One case bears the id of a document it retrieves: dropped (ignore_identical_ids).
+        case_id = sources[3].document_id if i == len(queries) - 1 else f"q{i}"
+        cases.append(
+            BenchmarkCase(
+                case_id=case_id,
+                query=query,
+                expected=BenchmarkExpected(
+                    evidence=(BenchmarkEvidence(locator={"document_id": document}),)
+                ),
+            )
+        )
+    return cases
+
+
+def test_unit_evaluator_batches_give_the_case_results_of_one_query_at_a_time(
+    corpus: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, sources, queries = corpus
+    cases = _cases(queries, sources)
+    evaluator = UnitEvaluator(
+        recipe=load_recipe(),
+        evaluators=(
+            NDCGAtK(k=10, ignore_identical_ids=True),
+            RecallAtK(k=20, ignore_identical_ids=True),
+        ),
+        query_modes=("bm25",),
+        top_k=20,
+        max_concurrent_queries=8,
+        slice_by=(),
+        store=store,
+        cache=BuildCache(tmp_path / "cache", "off"),
+        ignore_identical_ids=True,
+    )
+    plan = UnitPlan(BenchmarkRunUnit(unit_id="corpus"), (), tuple(cases))
+    # Batches of 7 cases, so that the last one is partial.
+    monkeypatch.setattr(units, "QUERY_BATCH", 7)
+    batched = asyncio.run(evaluator.run(plan, sources, "kb")).results
+
+    kb = _kb(store, sources)
+    alone = [asyncio.run(evaluator.evaluate_case(kb, "corpus", case, "bm25")) for case in cases]
+
+    def comparable(result):  # type: ignore[no-untyped-def]
+        # Everything but the seconds, which a batch shares out evenly.
+        return result.model_dump(exclude={"latency_seconds", "scoring_seconds"})
+
+    assert [comparable(r) for r in batched] == [comparable(r) for r in alone]
+    assert [r.case_id for r in batched] == [c.case_id for c in cases]
+    assert all(r.error is None for r in batched)
+    identical = batched[-1]
+    assert identical.retrieved and all(
+        item.document_id != identical.case_id for item in identical.retrieved
+    )
+    assert len({r.latency_seconds for r in batched[:7]}) == 1  # one batch, one share each
