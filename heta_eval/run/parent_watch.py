@@ -8,6 +8,12 @@ process from a thread (a pidfd on Linux: woken the moment the process exits, no 
 elsewhere a check every second) and exits when it is gone; the forkserver and the resource
 tracker then see their pipes close and exit too. A run that is stopped (Ctrl-C, SIGTERM) or
 fails terminates its workers (`abandon`) instead of waiting for the units they are running.
+
+A worker ends once, cleanly: SIGTERM to the run's process group reaches each worker twice (the
+signal itself, then `abandon`'s), and the watch thread may end it too. The second ending must
+not cut short the first's cleanup (a semaphore unlinked but not yet unregistered is reported
+by the resource tracker as leaked), nor may a SIGTERM end a worker while it is between
+creating a semaphore and registering its cleanup.
 """
 
 from __future__ import annotations
@@ -16,13 +22,16 @@ import contextlib
 import os
 import select
 import signal
+import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from types import FrameType
 
 from heta_eval.run.process_alive import process_gone
 
 POLL_SECONDS = 1.0
 TERMINATE_SECONDS = 5.0
+RETRY_SECONDS = 0.02  # a SIGTERM deferred out of semaphore bookkeeping comes again after
 
 
 def _watch(run_pid: int, pidfd: int | None) -> None:
@@ -31,12 +40,23 @@ def _watch(run_pid: int, pidfd: int | None) -> None:
     else:
         while not process_gone(run_pid):
             threading.Event().wait(POLL_SECONDS)
+    main = threading.main_thread().ident
+    while _in_bookkeeping(sys._current_frames().get(main)):
+        threading.Event().wait(RETRY_SECONDS)
     _exit_cleanly(1)
+
+
+_ending = threading.Lock()  # held by whichever of the SIGTERM handler and the watch ends us
 
 
 def _exit_cleanly(status: int) -> None:
     """End this worker now, after multiprocessing's finalizers: a semaphore the worker made
-    (tqdm's lock, for one) is unlinked, so the resource tracker reports none as leaked."""
+    (tqdm's lock, for one) is unlinked and unregistered, so the resource tracker reports none
+    as leaked. Only the first caller ends the worker; a later one (a second SIGTERM whose
+    handler interrupts the first's cleanup, or the other thread) returns at once and leaves
+    the cleanup under way to finish."""
+    if not _ending.acquire(blocking=False):
+        return
     from multiprocessing import util
 
     with contextlib.suppress(Exception):
@@ -45,7 +65,39 @@ def _exit_cleanly(status: int) -> None:
     os._exit(status)
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
+def _semaphore_bookkeeping() -> frozenset[object]:
+    """Code in which a SIGTERM that ended the worker would leave a semaphore registered with
+    the resource tracker and not cleaned up: creating one (before its finalizer exists),
+    cleaning one up (unlinked, not yet unregistered), and the tracker's own messages."""
+    from multiprocessing import resource_tracker, synchronize
+
+    codes: set[object] = {
+        synchronize.SemLock.__init__.__code__,
+        synchronize.SemLock._cleanup.__code__,
+    }
+    for namespace in (resource_tracker, resource_tracker.ResourceTracker):
+        for value in vars(namespace).values():
+            code = getattr(value, "__code__", None)
+            if code is not None:
+                codes.add(code)
+    return frozenset(codes)
+
+
+def _in_bookkeeping(frame: FrameType | None) -> bool:
+    critical = _semaphore_bookkeeping()
+    while frame is not None:
+        if frame.f_code in critical:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    if _in_bookkeeping(frame):
+        # Interrupted inside multiprocessing's semaphore bookkeeping: let it finish, and
+        # have the signal come again shortly.
+        threading.Timer(RETRY_SECONDS, os.kill, (os.getpid(), signum)).start()
+        return
     _exit_cleanly(128 + signum)
 
 
