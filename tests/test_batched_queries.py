@@ -14,7 +14,7 @@ import pytest
 from heta_eval.evaluators import NDCGAtK, RecallAtK
 from heta_eval.json_cache import JsonFileCache
 from heta_eval.kb import KnowledgeBase, LocalObjectStore, RawSource
-from heta_eval.kb.build_cache import BuildCache
+from heta_eval.kb.build_cache import BuildCache, CacheMode
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkEvidence,
@@ -92,16 +92,32 @@ def _cases(queries: list[str], sources: list) -> list[BenchmarkCase]:
     return cases
 
 
+def _with_fusion() -> dict:
+    """The bm25 recipe's overrides that add an unstemmed BM25 index and a fusion of the two:
+    a mode whose queries are ranked one at a time (the fusion is not batched)."""
+    bm25 = load_recipe().manifest()["indexes"]["bm25"]
+    exact = {**bm25, "stemmer": None, "stopwords": None}
+    fusion = {"_target_": "heta_eval.kb.ReciprocalRankFusion", "modes": ["bm25", "exact"]}
+    return {
+        "indexes": {"bm25": bm25, "exact": exact},
+        "fusions": {"fusion": fusion},
+        "query_modes": ["bm25", "exact", "fusion"],
+    }
+
+
 def _evaluator(
-    store: LocalObjectStore, cache: BuildCache, query_batch_size: int = QUERY_BATCH_SIZE
+    store: LocalObjectStore,
+    cache: BuildCache,
+    query_batch_size: int = QUERY_BATCH_SIZE,
+    modes: tuple[str, ...] = ("bm25",),
 ) -> UnitEvaluator:
     return UnitEvaluator(
-        recipe=load_recipe(),
+        recipe=load_recipe(**_with_fusion()) if "fusion" in modes else load_recipe(),
         evaluators=(
             NDCGAtK(k=10, ignore_identical_ids=True),
             RecallAtK(k=20, ignore_identical_ids=True),
         ),
-        query_modes=("bm25",),
+        query_modes=modes,
         top_k=20,
         max_concurrent_queries=8,
         slice_by=(),
@@ -169,31 +185,38 @@ def test_cached_responses_keep_their_latency_and_how_it_was_measured(
     ]
     cases = _cases(queries, sources)[:10]
     plan = UnitPlan(BenchmarkRunUnit(unit_id="corpus"), (), tuple(cases))
-    cache = BuildCache(tmp_path / "cache", "readwrite")
-    evaluator = _evaluator(store, cache)
-    first = asyncio.run(evaluator.run(plan, sources, "kb")).results
-    assert {r.latency_batch_size for r in first} == {10}
+    # BM25 retrieved in batches; the fusion of two rankings, one query at a time.
+    fusion = {"modes": ("bm25", "fusion")}
+
+    def run(mode: CacheMode, size: int = QUERY_BATCH_SIZE) -> list[EvaluationCaseResult]:
+        evaluator = _evaluator(store, BuildCache(tmp_path / "cache", mode), size, **fusion)
+        return asyncio.run(evaluator.run(plan, sources, "kb")).results
+
+    def measured(results: list[EvaluationCaseResult]) -> list[tuple]:
+        return [(r.query_mode, r.latency_seconds, r.latency_batch_size) for r in results]
+
+    first = run("readwrite")
+    sizes = {(r.query_mode, r.latency_batch_size) for r in first}
+    assert sizes == {("bm25", 10), ("fusion", 1)}
 
     # Served from the response cache, one query at a time or in batches alike: the latency
     # measured when the response was stored, with that measurement's batch size.
     for size in (1, QUERY_BATCH_SIZE):
-        evaluator = _evaluator(store, BuildCache(tmp_path / "cache", "read"), size)
-        again = asyncio.run(evaluator.run(plan, sources, "kb")).results
-        assert [(r.latency_seconds, r.latency_batch_size) for r in again] == [
-            (r.latency_seconds, r.latency_batch_size) for r in first
-        ]
+        again = run("read", size)
+        assert measured(again) == measured(first)
         assert [comparable(r) for r in again] == [comparable(r) for r in first]
 
-    # An entry written before latencies said how they were measured, of a mode that may
-    # have been batched: its response is used, its latency (batch mean or not) is not.
+    # Entries written before latencies said how they were measured: the response is used;
+    # the latency of a mode that may have been batched (a batch mean or not) is not, that
+    # of a mode never batched was its query's own.
     responses = JsonFileCache(tmp_path / "cache" / "responses", "responses")
     keys = [path.name.removesuffix(".json") for path in responses.directory.glob("*.json")]
-    assert len(keys) == len(cases)
+    assert len(keys) == 2 * len(cases)
     for key in keys:
         entry = responses.get(key)
-        assert entry is not None and entry.pop("latency_batch_size") == 10
+        assert entry is not None and entry.pop("latency_batch_size") in (1, 10)
         responses.put(key, entry)
-    evaluator = _evaluator(store, BuildCache(tmp_path / "cache", "read"))
-    legacy = asyncio.run(evaluator.run(plan, sources, "kb")).results
+    legacy = run("read")
     assert [comparable(r) for r in legacy] == [comparable(r) for r in first]
-    assert {(r.latency_seconds, r.latency_batch_size) for r in legacy} == {(None, None)}
+    expected = [(m, None, None) if m == "bm25" else (m, s, 1) for m, s, _ in measured(first)]
+    assert measured(legacy) == expected

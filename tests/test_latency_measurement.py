@@ -69,8 +69,9 @@ def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
     section = _latency_section(batched_dir)
     assert "mean over 1 batch(es) of up to 48 queries" in section
     assert "runner.query_batch_size=1" in section
-    assert "each query alone" not in section
+    assert "<td>each query alone</td>" not in section
     assert 'alt="query latency"' not in section  # batch means are not plotted
+    assert "response cache" not in section  # every query retrieved in this run
 
     # runner.query_batch_size=1: every query alone, with its own latency and percentiles.
     alone_dir, alone = _run(run_cli, tmp_path / "alone", "runner.query_batch_size=1")
@@ -87,7 +88,7 @@ def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
     column = table["columns"].index("latency_batch_size")
     assert {row[column] for row in table["data"]} == {1}
     section = _latency_section(alone_dir)
-    assert "each query alone" in section and "batch(es)" not in section
+    assert "<td>each query alone</td>" in section and "batch(es)" not in section
     assert 'alt="query latency"' in section
 
     # The same scores and rankings both ways.
@@ -118,4 +119,6 @@ def test_responses_from_the_cache_keep_the_latency_and_batch_size_they_were_meas
     metrics, _ = _tracked(root, tmp_path / "dl")
     assert "bm25.latency_mean_batched_seconds" in metrics
     assert "bm25.latency_p50_seconds" not in metrics
-    assert "mean over 1 batch(es) of up to 48 queries" in _latency_section(run_dir)
+    section = _latency_section(run_dir)
+    assert "mean over 1 batch(es) of up to 48 queries" in section
+    assert "48 response(s) came from the response cache" in section

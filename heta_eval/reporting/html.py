@@ -236,6 +236,13 @@ def _latency(report: EvaluationReport, modes: list[str], figures: FigureSet) -> 
             "query's own latency, and there are no percentiles. "
             "<code>runner.query_batch_size=1</code> measures each query alone.</p>"
         )
+    hits = report.run.cache.get("response_hits")
+    if isinstance(hits, int) and hits > 0:
+        note += (
+            f'<p class="muted">{hits} response(s) came from the response cache: their '
+            "latencies are those measured when they were stored, with that measurement's "
+            "batch size.</p>"
+        )
     alone = {mode: list(by_mode[mode].alone) for mode in modes if not by_mode[mode].is_batched}
     alone = {mode: values for mode, values in alone.items() if values}
     plot = ""
