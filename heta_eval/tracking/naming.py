@@ -287,7 +287,9 @@ def headline_metrics(report: EvaluationReport) -> list[tuple[str, float]]:
                 value = getattr(detail, stat)
                 if value is not None:
                     found.append((metric_name(f"{key[len(prefix) :]}.{stat}"), float(value)))
-    found += latency_metrics(report, mode)
+    # The batch size stays with the mode (`bm25.latency_batch_size`): a setting of the run,
+    # not a measurement to line runs up by.
+    found += [m for m in latency_metrics(report, mode) if m[0] != "latency_batch_size"]
     return found
 
 
