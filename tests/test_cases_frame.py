@@ -38,9 +38,10 @@ def test_cases_from_report_json_and_from_mlflow_agree_and_pair(
     frame = heta_eval.load_cases(fusion_path)
     metrics = list(report.run.evaluators)
     assert len(frame) == 12 * len(report.query_modes) * len(metrics) and len(metrics) == 4
-    assert list(frame.columns[:14]) == [
+    assert list(frame.columns[:15]) == [
         *("run_id", "report_id", "benchmark", "recipe", "unit_id", "case_id", "query_mode"),
-        *("metric", "value", "status", "skipped_reason", "latency_seconds", "error", "query"),
+        *("metric", "value", "status", "skipped_reason", "latency_seconds", "latency_batch_size"),
+        *("error", "query"),
     ]
     assert {"label_difficulty", "label_question_type"} <= set(frame.columns)
     assert set(frame["run_id"]) == {fusion_run} and set(frame["report_id"]) == {report.report_id}
@@ -52,7 +53,8 @@ def test_cases_from_report_json_and_from_mlflow_agree_and_pair(
 
     # The same rows from the MLflow run's case table, from the run directory, in memory.
     tracked = heta_eval.load_cases(fusion_run, root=root)
-    columns = [*KEYS, "value", "latency_seconds", "label_difficulty", "label_question_type"]
+    columns = [*KEYS, "value", "latency_seconds", "latency_batch_size"]
+    columns += ["label_difficulty", "label_question_type"]
     pd.testing.assert_frame_equal(
         tracked[columns].sort_values(KEYS).reset_index(drop=True),
         frame[columns].sort_values(KEYS).reset_index(drop=True),

@@ -131,6 +131,12 @@ def test_evaluator_groups_extend_or_replace(composer) -> None:
     ("overrides", "message"),
     [
         (["runner.limit=0"], "runner.limit: Input should be greater than 0"),
+        (
+            ["runner.query_batch_size=0"],
+            "runner.query_batch_size: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (["runner.query_batch_size=2.5"], "runner.query_batch_size: Input should be a valid"),
+        (["runner.query_batch_size=true"], "runner.query_batch_size: Input should be a valid"),
         (["recipe.chunk_size=0"], "recipe.chunk_size: Input should be greater than 0"),
         (["+recipe.chunk_sise=8"], "recipe.chunk_sise: Extra inputs are not permitted"),
         (
@@ -162,6 +168,8 @@ def test_config_hash_follows_what_changes_results(composer, tmp_path: Path) -> N
     assert assemble(composer("recipe.chunk_size=64")).config_hash != base
     assert assemble(composer("runner.top_k=5")).config_hash != base
     assert assemble(composer(f"runner.store_dir={tmp_path / 'elsewhere'}")).config_hash == base
+    # Batches give each query what it gets alone: how many go together changes no result.
+    assert assemble(composer("runner.query_batch_size=1")).config_hash == base
     assert config_hash({"recipe": {"a": 1}, "runner": {}}) == config_hash(
         {"runner": {}, "recipe": {"a": 1}}
     )

@@ -81,6 +81,12 @@ def test_a_run_writes_report_html_and_logs_it_to_mlflow(
     assert "<td>question_type</td><td>multi_evidence</td><td class='num'>4</td>" in page
     # Nothing is fetched when the page is opened: no scripts, stylesheets or remote URLs.
     assert not re.search(r"<script|<link|@import|(src|href)=\"(https?:)?//|url\(", page)
+    # An answerer follows the retrieval: every query of every mode was timed alone.
+    latency = page[page.index('<section id="latency">') :]
+    latency = latency[: latency.index("</section>")]
+    assert latency.count("<td>each query alone</td>") == len(report.query_modes) == 3
+    assert "batch(es)" not in latency
+    assert {r.latency_batch_size for r in report.case_results} == {1}
     images = re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]+"', page)
     assert len(images) == len(report.run.evaluators) + 2  # + summary and latency
 

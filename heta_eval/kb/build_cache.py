@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from heta_eval.code_identity import code_versions
 from heta_eval.files import directory_mode, file_sha256
@@ -112,6 +112,14 @@ class CacheStats:
         return self.counts()
 
 
+class CachedResponse(NamedTuple):
+    """A response from the response cache, with the latency measured when it was stored."""
+
+    response: QueryResponse
+    latency_seconds: float | None
+    latency_batch_size: int | None
+
+
 class BuildCache:
     """Built knowledge bases on disk, keyed by content (`mode`: off, read, write, readwrite)."""
 
@@ -136,8 +144,9 @@ class BuildCache:
             {"kb": kb.cache_key, "recipe": manifest, "query": query, "mode": mode, "k": top_k}
         )
 
-    def get_response(self, key: str) -> tuple[QueryResponse, float | None] | None:
-        """A cached response and the latency it was measured with, if reading is on."""
+    def get_response(self, key: str) -> CachedResponse | None:
+        """A cached response, the latency it was measured with when it was stored and that
+        measurement's batch size (None: an entry that did not record it), if reading is on."""
         if self.mode not in ("read", "readwrite"):
             return None
         entry = self._responses.get(key)
@@ -145,17 +154,31 @@ class BuildCache:
             response = QueryResponse.model_validate(entry["response"]) if entry else None
         except (KeyError, ValueError):
             response = None
-        if response is None:
+        if response is None or entry is None:
             self.stats.response_misses += 1
             return None
         self.stats.response_hits += 1
-        return response, entry.get("latency_seconds") if entry else None
+        size = entry.get("latency_batch_size")
+        return CachedResponse(
+            response,
+            entry.get("latency_seconds"),
+            size if isinstance(size, int) and size >= 1 else None,
+        )
 
-    def put_response(self, key: str, response: QueryResponse, latency: float) -> None:
-        """Store a response, if writing is on."""
+    def put_response(
+        self, key: str, response: QueryResponse, latency: float, batch_size: int = 1
+    ) -> None:
+        """Store a response with its latency and how that was measured (`batch_size`
+        queries retrieved in one call, the latency their seconds over their number), if
+        writing is on."""
         if self.mode in ("write", "readwrite"):
             self._responses.put(
-                key, {"response": response.model_dump(mode="json"), "latency_seconds": latency}
+                key,
+                {
+                    "response": response.model_dump(mode="json"),
+                    "latency_seconds": latency,
+                    "latency_batch_size": batch_size,
+                },
             )
 
     def _entry(self, key: str) -> Path:

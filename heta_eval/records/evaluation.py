@@ -110,6 +110,13 @@ class EvaluationCaseResult(Record):
         default=None, description="the case's expected answers and evidence (compact form)"
     )
     latency_seconds: float | None = Field(default=None, ge=0)
+    latency_batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="how `latency_seconds` was measured: 1, the query alone; N > 1, the "
+        "seconds of one call retrieving N queries divided by N (a batch mean, not this "
+        "query's own latency); None, not recorded (no latency, or a result that predates it)",
+    )
     scoring_seconds: float | None = Field(default=None, ge=0)
     error: EvaluationError | None = None
 

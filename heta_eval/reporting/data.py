@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from heta_eval.records import EvaluationCaseResult, EvaluationReport, KnowledgeBaseManifest
+from heta_eval.records.latency import ModeLatencies, mode_latencies
 
 WORST_CASES = 20  # rows of each worst-cases table, whatever the number of cases
 
@@ -41,18 +42,15 @@ def metric_values(report: EvaluationReport, mode: str, metric: str) -> list[floa
     return values
 
 
-def latencies(report: EvaluationReport, mode: str) -> list[float]:
-    """Query latencies (seconds) of the mode's case results, sorted."""
-    return sorted(
-        r.latency_seconds
-        for r in report.case_results
-        if r.query_mode == mode and r.latency_seconds is not None
-    )
+def latencies(report: EvaluationReport, mode: str) -> ModeLatencies:
+    """Query latencies (seconds) of the mode's case results, split into those measured
+    alone (sorted) and batch means (`runner.query_batch_size`)."""
+    return mode_latencies(report.case_results, mode)
 
 
 @dataclass(frozen=True)
 class LatencyStats:
-    """Summary of one mode's query latencies, in seconds."""
+    """Summary of one mode's query latencies measured one query at a time, in seconds."""
 
     count: int
     mean: float

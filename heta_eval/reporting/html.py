@@ -13,6 +13,7 @@ from pathlib import Path
 
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.records import EvaluationReport
+from heta_eval.records.latency import ModeLatencies
 from heta_eval.reporting import data, plots
 from heta_eval.reporting.cases import worst_cases_section
 from heta_eval.reporting.figures import FigureSet
@@ -181,29 +182,74 @@ def _distributions(
     )
 
 
+def _batches(count: float) -> str:
+    """A number of batches: whole when it is (every query of each batch in the run)."""
+    return f"{round(count)}" if abs(count - round(count)) < 1e-6 else f"{count:.2f}"
+
+
+def _latency_row(report: EvaluationReport, mode: str, index: int, found: ModeLatencies) -> str:
+    label = _mode_label(report, mode, index)
+    if found.is_batched:
+        # A batch mean is not a query's latency: no percentiles, no maximum.
+        alone = f"; {len(found.alone)} more measured alone, not included" if found.alone else ""
+        how = (
+            f"mean over {_batches(found.batches)} batch(es) of up to {found.largest_batch} "
+            f"queries{alone}"
+        )
+        mean = found.batched_mean or 0.0
+        cells = f"<td class='num'>{mean * 1000:.1f}</td>" + "<td class='num'>—</td>" * 3
+        return (
+            f"<tr><td>{label}</td><td>{_e(how)}</td><td class='num'>{len(found.batched)}</td>"
+            f"{cells}</tr>"
+        )
+    stats = data.latency_stats(found.alone)
+    if stats is None:
+        return ""
+    return (
+        f"<tr><td>{label}</td><td>each query alone</td><td class='num'>{stats.count}</td>"
+        + "".join(
+            f"<td class='num'>{v * 1000:.1f}</td>"
+            for v in (stats.mean, stats.p50, stats.p95, stats.max)
+        )
+        + "</tr>"
+    )
+
+
 def _latency(report: EvaluationReport, modes: list[str], figures: FigureSet) -> str:
     by_mode = {mode: data.latencies(report, mode) for mode in modes}
-    rows = []
-    for i, mode in enumerate(modes):
-        stats = data.latency_stats(by_mode[mode])
-        if stats is None:
-            continue
-        rows.append(
-            f"<tr><td>{_mode_label(report, mode, i)}</td><td class='num'>{stats.count}</td>"
-            + "".join(
-                f"<td class='num'>{v * 1000:.1f}</td>"
-                for v in (stats.mean, stats.p50, stats.p95, stats.max)
-            )
-            + "</tr>"
-        )
+    rows = [_latency_row(report, mode, i, by_mode[mode]) for i, mode in enumerate(modes)]
+    rows = [row for row in rows if row]
     if not rows:
         return '<section id="latency"><h2>Latency</h2><p class="muted">No latencies.</p></section>'
     table = (
-        "<table><thead><tr><th>query mode</th><th>queries</th><th>mean ms</th><th>p50 ms</th>"
-        f"<th>p95 ms</th><th>max ms</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        "<table><thead><tr><th>query mode</th><th>measured</th><th>queries</th>"
+        "<th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>max ms</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
-    plot = figures.add({"kind": "latency", "latencies": by_mode}, "query latency")
-    return f'<section id="latency"><h2>Latency</h2>{table}<div class="plots">{plot}</div></section>'
+    batched = [mode for mode in modes if by_mode[mode].is_batched]
+    note = ""
+    if batched:
+        note = (
+            f'<p class="muted">{_e(", ".join(batched))}: queries retrieved together '
+            "(<code>runner.query_batch_size</code>); each batch's seconds are divided evenly "
+            "among its queries, so the mean is seconds per query over the batches, not a "
+            "query's own latency, and there are no percentiles. "
+            "<code>runner.query_batch_size=1</code> measures each query alone.</p>"
+        )
+    hits = report.run.cache.get("response_hits")
+    if isinstance(hits, int) and hits > 0:
+        note += (
+            f'<p class="muted">{hits} response(s) came from the response cache: their '
+            "latencies are those measured when they were stored, with that measurement's "
+            "batch size.</p>"
+        )
+    alone = {mode: list(by_mode[mode].alone) for mode in modes if not by_mode[mode].is_batched}
+    alone = {mode: values for mode, values in alone.items() if values}
+    plot = ""
+    if alone:
+        image = figures.add({"kind": "latency", "latencies": alone}, "query latency")
+        plot = f'<div class="plots">{image}</div>'
+    return f'<section id="latency"><h2>Latency</h2>{table}{note}{plot}</section>'
 
 
 def _slices(report: EvaluationReport, metrics: list[str], modes: list[str]) -> str:

@@ -112,7 +112,8 @@ def histogram(metric: str, values_by_mode: Mapping[str, Sequence[float]]) -> byt
 
 
 def latency_plot(latencies_by_mode: Mapping[str, Sequence[float]]) -> bytes:
-    """Distribution of query latencies per mode (log scale when they span decades)."""
+    """Distribution of query latencies per mode (log scale when they span decades): latencies
+    measured one query at a time only (a batch mean is not a query's latency)."""
     import numpy as np
 
     fig = _figure(8.0, 2.9)
@@ -133,7 +134,7 @@ def latency_plot(latencies_by_mode: Mapping[str, Sequence[float]]) -> bytes:
                     positive, bins=bins, histtype="step", linewidth=1.6, color=color(i), label=mode
                 )
         ax.legend(fontsize="x-small", title="query mode")
-    ax.set_title("query latency per case")
+    ax.set_title("query latency per case (each query alone)")
     ax.set_xlabel("seconds")
     ax.set_ylabel("cases")
     ax.grid(axis="y", alpha=0.3)

@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 GROUPS = ("benchmark", "recipe", "evaluator", "runner", "tracking")
 # Keys that say where things are written, not what is evaluated: left out of the config hash.
 _NOT_HASHED = {"paths", "tracking", "hydra", "optimized_metric", "suite"}
+# Runner keys that change how or where the work runs but no case's result (like `workers`,
+# `shards` or `query_batch_size`, whose batches give each query what it gets alone). A run
+# that differs only in these reuses a finished run (`runner.resume`); the reused latencies
+# keep the label of how they were measured (`latency_batch_size`).
 _RUNNER_NOT_HASHED = {
     "output_dir",
     "store_dir",
@@ -59,6 +63,7 @@ _RUNNER_NOT_HASHED = {
     "ray_max_retries",
     "shards",
     "max_concurrent_queries",
+    "query_batch_size",
     "resume",
     "state_dir",
     "progress",

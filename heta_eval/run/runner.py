@@ -193,6 +193,7 @@ class BenchmarkRunner:
             cache=self.build_cache,
             ignore_identical_ids=bool(self.benchmark.ignore_identical_ids),
             shards=ShardPlan.of(self.settings),
+            query_batch_size=self.settings.query_batch_size,
         )
 
     async def load(self) -> LoadedBenchmark:

@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 # The Monte Carlo error of a bootstrap bound shrinks as 1/sqrt(resamples) and the time grows
 # with them: at this bound the error is a tenth of the default's; beyond, runs only get slower.
 MAX_BOOTSTRAP_RESAMPLES = 100_000
+QUERY_BATCH_SIZE = 512
+"""Default `runner.query_batch_size`: BM25 queries retrieved in one call."""
 
 
 class RunnerSettings(Record):
@@ -31,6 +33,15 @@ class RunnerSettings(Record):
         default=None, description="query modes to evaluate; null means all the recipe offers"
     )
     max_concurrent_queries: int = Field(default=8, ge=1)
+    query_batch_size: int = Field(
+        default=QUERY_BATCH_SIZE,
+        ge=1,
+        strict=True,
+        description="queries of a mode whose batches give each query what it gets alone "
+        "(BM25 without reranker or answerer) retrieved together in one call; each case's "
+        "latency is then its batch's seconds shared out evenly, labelled with the batch size "
+        "(`latency_batch_size`). 1: every query alone, with its own measured latency",
+    )
     limit: int | None = Field(
         default=None, gt=0, description="evaluate a seeded subset of N cases (smoke runs)"
     )

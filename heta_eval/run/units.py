@@ -11,12 +11,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from heta_eval.async_run import run_sync
 from heta_eval.json_cache import run_cache
 from heta_eval.kb import ObjectStore, RawSource
-from heta_eval.kb.build_cache import BuildCache, CacheStats
+from heta_eval.kb.build_cache import BuildCache, CachedResponse, CacheStats
 from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.progress import NO_PROGRESS, ProgressReporter
 from heta_eval.protocol import BenchmarkEvaluatorProtocol
@@ -34,12 +34,19 @@ from heta_eval.records import (
 from heta_eval.records.evaluation import expected_for_report
 from heta_eval.run.journal import CaseKey
 from heta_eval.run.returns import checked_score
+from heta_eval.run.settings import QUERY_BATCH_SIZE
 from heta_eval.run.shards import ShardPlan
 
 log = logging.getLogger(__name__)
 
-QUERY_BATCH = 512
-"""Cases retrieved in one call when the knowledge base gives each the result it gets alone."""
+
+class Measured(NamedTuple):
+    """A case's response with its latency and how that was measured: `batch_size` queries
+    retrieved in one call, the latency their seconds over their number (1: alone)."""
+
+    response: QueryResponse
+    latency_seconds: float | None
+    batch_size: int | None
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,9 @@ class UnitEvaluator:
     ignore_identical_ids: bool = False
     # runner.shards: each unit's corpus split into shards (built on them, never cached).
     shards: ShardPlan | None = None
+    # runner.query_batch_size: cases of an exact-in-batches mode retrieved in one call (1:
+    # each alone). A batch's latency is its seconds shared out, labelled with its size.
+    query_batch_size: int = QUERY_BATCH_SIZE
 
     @property
     def depth(self) -> int:
@@ -173,19 +183,45 @@ class UnitEvaluator:
         is dropped (`ignore_identical_ids`)."""
         return self.top_k + 1 if self.ignore_identical_ids else self.top_k
 
+    def batches(self, kb: KnowledgeBaseLike) -> bool:
+        """Whether some of the run's query modes are retrieved in batches on `kb`: the
+        knowledge base gives each query of the mode what it gets alone and
+        `query_batch_size` is more than 1."""
+        exact = getattr(kb, "exact_in_batches", None)
+        return (
+            self.query_batch_size > 1
+            and exact is not None
+            and getattr(kb, "query_case", None) is None
+            and any(exact(mode) for mode in self.query_modes)
+        )
+
+    def from_cache(self, kb: KnowledgeBaseLike, mode: str, cached: CachedResponse) -> Measured:
+        """A cached response with the latency measured when it was stored (an evaluator-only
+        change re-scores without querying). An entry that did not record how its latency
+        was measured, of a mode that may have been batched, has no latency to give."""
+        size = cached.latency_batch_size
+        latency = cached.latency_seconds
+        if size is None and latency is not None:
+            exact = getattr(kb, "exact_in_batches", None)
+            if exact is not None and exact(mode):
+                latency = None  # a batch mean or a query's own seconds: nobody knows
+            else:
+                size = 1
+        return Measured(cached.response, latency, size if latency is not None else None)
+
     async def query_in_batches(
         self, kb: KnowledgeBaseLike, todo: Sequence[tuple[BenchmarkCase, str]]
-    ) -> dict[tuple[str, str], tuple[QueryResponse, float]]:
+    ) -> dict[tuple[str, str], Measured]:
         """The responses (and latencies) of the cases in `todo` that can be retrieved
         together: from the response cache, or in one `query_many` call per query mode whose
         batches give every query what it gets alone (`exact_in_batches`, BM25). Each gets
-        the batch's seconds divided evenly as its latency. Cases of other modes, and of a
-        batch that fails, are left out: `evaluate_case` queries them one at a time (and
-        records their errors)."""
+        the batch's seconds divided evenly as its latency, labelled with the batch's size
+        (`latency_batch_size`). Cases of other modes, and of a batch that fails, are left
+        out: `evaluate_case` queries them one at a time (and records their errors)."""
         exact = getattr(kb, "exact_in_batches", None)
         if exact is None or getattr(kb, "query_case", None) is not None:
             return {}
-        answered: dict[tuple[str, str], tuple[QueryResponse, float]] = {}
+        answered: dict[tuple[str, str], Measured] = {}
         pending: dict[str, list[tuple[BenchmarkCase, str | None]]] = {}
         for case, mode in todo:
             if not exact(mode):
@@ -193,7 +229,7 @@ class UnitEvaluator:
             key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.depth)
             cached = self.cache.get_response(key) if key is not None else None
             if cached is not None:
-                answered[case.case_id, mode] = (cached[0], cached[1] or 0.0)
+                answered[case.case_id, mode] = self.from_cache(kb, mode, cached)
             else:
                 pending.setdefault(mode, []).append((case, key))
         for mode, cases in pending.items():
@@ -205,11 +241,12 @@ class UnitEvaluator:
             except Exception as exc:
                 log.debug("batched %s queries failed (%s); querying one at a time", mode, exc)
                 continue
-            latency = (time.perf_counter() - started) / len(cases)
+            size = len(cases)
+            latency = (time.perf_counter() - started) / size
             for (case, key), response in zip(cases, responses, strict=True):
-                answered[case.case_id, mode] = (response, latency)
+                answered[case.case_id, mode] = Measured(response, latency, size)
                 if key is not None:
-                    self.cache.put_response(key, response, latency)
+                    self.cache.put_response(key, response, latency, size)
         return answered
 
     @functools.cached_property
@@ -227,7 +264,7 @@ class UnitEvaluator:
         unit_id: str,
         case: BenchmarkCase,
         mode: str,
-        answered: tuple[QueryResponse, float] | None = None,
+        answered: Measured | None = None,
     ) -> EvaluationCaseResult:
         """Query one case and score it; failures become the case's EvaluationError.
 
@@ -245,10 +282,11 @@ class UnitEvaluator:
         key = None
         if answered is None:
             key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, depth)
-        cached = answered or (self.cache.get_response(key) if key is not None else None)
-        if cached is not None:
-            # An evaluator-only change re-scores without querying; the latency is the original.
-            response, latency = cached[0], cached[1] or 0.0
+            cached = self.cache.get_response(key) if key is not None else None
+            if cached is not None:
+                answered = self.from_cache(kb, mode, cached)
+        if answered is not None:
+            response, latency, batch_size = answered
         else:
             started = time.perf_counter()
             try:
@@ -261,9 +299,10 @@ class UnitEvaluator:
                 return EvaluationCaseResult(
                     **common,
                     latency_seconds=time.perf_counter() - started,
+                    latency_batch_size=1,
                     error=error_record("query", exc),
                 )
-            latency = time.perf_counter() - started
+            latency, batch_size = time.perf_counter() - started, 1
             if key is not None:
                 self.cache.put_response(key, response, latency)
         if self.ignore_identical_ids:
@@ -288,6 +327,7 @@ class UnitEvaluator:
             retrieved=retrieved_items(response),  # type: ignore[arg-type]
             answer=response.answer,
             latency_seconds=latency,
+            latency_batch_size=batch_size,
             scoring_seconds=time.perf_counter() - scoring_started,
             error=error,
         )
@@ -369,7 +409,7 @@ class UnitEvaluator:
         limiter = asyncio.Semaphore(self.max_concurrent_queries)
 
         async def bounded(
-            case: BenchmarkCase, mode: str, answered: tuple[QueryResponse, float] | None
+            case: BenchmarkCase, mode: str, answered: Measured | None
         ) -> EvaluationCaseResult:
             async with limiter:
                 result = await self.evaluate_case(kb, unit_id, case, mode, answered)
@@ -380,12 +420,9 @@ class UnitEvaluator:
 
         # Cases are retrieved together where the knowledge base gives each the same result
         # as alone (BM25: one vectorised call instead of a call per query), a bounded number
-        # at a time so that their responses are not all held at once.
-        batches = bool(getattr(kb, "exact_in_batches", None)) and any(
-            kb.exact_in_batches(mode)  # type: ignore[attr-defined]
-            for mode in self.query_modes
-        )
-        step = QUERY_BATCH if batches else max(len(todo), 1)
+        # at a time (`query_batch_size`) so that their responses are not all held at once.
+        batches = self.batches(kb)
+        step = self.query_batch_size if batches else max(len(todo), 1)
         results: list[EvaluationCaseResult] = []
         try:
             with cyclic_gc_paused(), progress.stage("query+score", len(todo), "queries") as queries:

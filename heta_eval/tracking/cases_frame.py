@@ -10,8 +10,9 @@ Columns: `run_id` (MLflow, or None), `report_id` (None from a case table), `benc
 (`name/version/split`), `recipe`, `unit_id`, `case_id`, `query_mode`, `metric`, `value`
 (None when not scored), `status` (`scored`, `skipped`, `undetermined`, `failed`; from a
 case table an unscored value is `not scored`, its reason from the table's `not_scored`
-column), `skipped_reason`,
-`latency_seconds`, `error`, `query`, then one `label_<key>` column per slice label
+column), `skipped_reason`, `latency_seconds`, `latency_batch_size` (1: the query measured
+alone; N: its batch of N queries' seconds over N, `runner.query_batch_size`; None: not
+recorded), `error`, `query`, then one `label_<key>` column per slice label
 (`label_difficulty`, ...).
 """
 
@@ -31,13 +32,14 @@ from heta_eval.tracking.runs_frame import RunsError, resolve_tracking_uri
 
 COLUMNS = (
     *("run_id", "report_id", "benchmark", "recipe", "unit_id", "case_id", "query_mode"),
-    *("metric", "value", "status", "skipped_reason", "latency_seconds", "error", "query"),
+    *("metric", "value", "status", "skipped_reason", "latency_seconds", "latency_batch_size"),
+    *("error", "query"),
 )
 CASE_TABLE = "case_results.json"
 REPORT = "report.json"
 # Case table columns that are not metrics (labels are `label.<key>` or `label_<key>`).
 _NOT_METRICS = {"case_id", "unit_id", "query_mode", "query", "latency_seconds", "error",
-                "answer", "top_documents", "not_scored"}  # fmt: skip
+                "latency_batch_size", "answer", "top_documents", "not_scored"}  # fmt: skip
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 Source = str | os.PathLike[str] | EvaluationReport
@@ -60,6 +62,7 @@ def _report_rows(report: EvaluationReport, run_id: str | None) -> Iterator[dict[
             "case_id": result.case_id,
             "query_mode": result.query_mode,
             "latency_seconds": result.latency_seconds,
+            "latency_batch_size": result.latency_batch_size,
             "error": None if error is None else f"{error.error_type}: {error.message}",
             "query": result.query,
             **{f"label_{k}": v for k, v in result.labels.items()},
@@ -107,6 +110,7 @@ def _table_rows(table: dict[str, Any], run: Any) -> Iterator[dict[str, Any]]:
             "case_id": record.get("case_id"),
             "query_mode": record.get("query_mode"),
             "latency_seconds": record.get("latency_seconds"),
+            "latency_batch_size": record.get("latency_batch_size"),
             "error": record.get("error"),
             "query": record.get("query"),
             **{f"label_{_label(c)}": record.get(c) for c in labels},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import statistics
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from heta_eval.tracking.naming import (
     benchmark_dataset,
     headline_metric,
     headline_metrics,
+    latency_metrics,
     logged_params,
     metric_name,
     run_params,
@@ -60,12 +60,6 @@ def is_database_uri(uri: str) -> bool:
 def default_tracking_uri(root: Path) -> str:
     """SQLite store `{root}/mlflow.db`, always absolute (Hydra may change directories)."""
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
 HEADLINE_SECTION = "Headline"
@@ -109,18 +103,8 @@ def report_metrics(report: EvaluationReport) -> list[tuple[str, float, int]]:
         total = sum(kb.build_seconds for kb in report.knowledge_base_manifests)
         metrics.append(("kb.build_seconds_total", total, 0))
     for mode in report.query_modes:
-        latencies = sorted(
-            r.latency_seconds
-            for r in report.case_results
-            if r.query_mode == mode and r.latency_seconds is not None
-        )
-        if latencies:
-            metrics.append(
-                (metric_name(f"{mode}.latency_p50_seconds"), _percentile(latencies, 50), 0)
-            )
-            metrics.append(
-                (metric_name(f"{mode}.latency_p95_seconds"), _percentile(latencies, 95), 0)
-            )
+        for name, value in latency_metrics(report, mode):
+            metrics.append((metric_name(f"{mode}.{name}"), value, 0))
     for name, value in sorted(report.run.cache.items()):
         if isinstance(value, int | float) and not reused:
             metrics.append((f"cache.{name}", float(value), 0))
@@ -147,7 +131,8 @@ def _not_scored(result: Any, metrics: list[str]) -> str:
 
 def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
     """Per-case results as columns: ids, query, slice labels (`label_<name>`), one column per
-    metric, why a metric cell is empty (`not_scored`), latency, error, the answer given and
+    metric, why a metric cell is empty (`not_scored`), latency and how it was measured
+    (`latency_batch_size`), error, the answer given and
     the top retrieved documents; every name one that MLflow's table viewer shows
     (`naming.table_column`). The primary query mode's rows come first; a metric that was
     not scored is an empty cell (not the text `null`)."""
@@ -163,6 +148,7 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
         **{m: [] for m in metrics},
         NOT_SCORED: [],
         "latency_seconds": [],
+        "latency_batch_size": [],
         "error": [],
         **({"answer": []} if answers else {}),
         "top_documents": [],
@@ -181,6 +167,7 @@ def case_table(report: EvaluationReport) -> dict[str, list[Any]]:
             columns[m].append("" if value is None else value)
         columns[NOT_SCORED].append(_not_scored(result, metrics))
         columns["latency_seconds"].append(result.latency_seconds)
+        columns["latency_batch_size"].append(result.latency_batch_size)
         columns["error"].append(
             None if result.error is None else f"{result.error.error_type}: {result.error.message}"
         )

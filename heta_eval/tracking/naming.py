@@ -12,6 +12,7 @@ from typing import Any
 
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.records import EvaluationReport
+from heta_eval.records.latency import mode_latencies
 
 MAX_PARAM_VALUE = 6000  # MLflow's limit on a param value
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
@@ -269,7 +270,7 @@ HEADLINE_STATS = ("ci_low", "ci_high")
 
 def headline_metrics(report: EvaluationReport) -> list[tuple[str, float]]:
     """The primary query mode's metrics under mode-free names (`ndcg_at_10`, with
-    `ndcg_at_10.ci_low` / `.ci_high` and `latency_p50_seconds` / `latency_p95_seconds`), so
+    `ndcg_at_10.ci_low` / `.ci_high` and the latency metrics of `latency_metrics`), so
     that runs of recipes whose modes differ (bm25, dense, hybrid) share columns in MLflow.
     The mode-prefixed names (`bm25.ndcg_at_10`) are logged as well."""
     mode = report.primary_query_mode
@@ -286,15 +287,31 @@ def headline_metrics(report: EvaluationReport) -> list[tuple[str, float]]:
                 value = getattr(detail, stat)
                 if value is not None:
                     found.append((metric_name(f"{key[len(prefix) :]}.{stat}"), float(value)))
-    latencies = sorted(
-        r.latency_seconds
-        for r in report.case_results
-        if r.query_mode == mode and r.latency_seconds is not None
-    )
-    if latencies:
-        found.append(("latency_p50_seconds", _percentile(latencies, 50)))
-        found.append(("latency_p95_seconds", _percentile(latencies, 95)))
+    # The batch size stays with the mode (`bm25.latency_batch_size`): a setting of the run,
+    # not a measurement to line runs up by.
+    found += [m for m in latency_metrics(report, mode) if m[0] != "latency_batch_size"]
     return found
+
+
+def latency_metrics(report: EvaluationReport, mode: str) -> list[tuple[str, float]]:
+    """A mode's latency metrics, named for how the latencies were measured: the percentiles
+    `latency_p50_seconds` / `latency_p95_seconds` of queries measured alone; for a mode
+    whose queries were retrieved in batches (`runner.query_batch_size`),
+    `latency_mean_batched_seconds` (seconds per query over the batches) and
+    `latency_batch_size` (the largest batch) instead, since a batch mean has no percentiles."""
+    found = mode_latencies(report.case_results, mode)
+    if found.is_batched:
+        return [
+            ("latency_mean_batched_seconds", found.batched_mean or 0.0),
+            ("latency_batch_size", float(found.largest_batch or 0)),
+        ]
+    if not found.alone:
+        return []
+    alone = list(found.alone)
+    return [
+        ("latency_p50_seconds", _percentile(alone, 50)),
+        ("latency_p95_seconds", _percentile(alone, 95)),
+    ]
 
 
 def headline_metric(report: EvaluationReport) -> str | None:
