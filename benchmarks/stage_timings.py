@@ -136,7 +136,7 @@ def one_run(
         row.update(log_to_mlflow(tracking, report, tmp))
     row["peak_rss_mb"] = peak_rss_mb()
     if measure_sizes:
-        documents = len(report.run.document_keys)
+        documents = report.run.document_keys.stored
         row["documents"] = float(documents)
         started = time.perf_counter()
         row.update(sizes(report, store or tmp / "store", documents))

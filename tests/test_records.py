@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from heta_eval.records import (
     EvaluationScore,
     RunFacts,
     ScoreAggregate,
+    StoredDocumentKeys,
 )
 
 MANIFEST = BenchmarkManifest(name="uda_fin", split="test", build_scope="case")
@@ -165,6 +167,67 @@ def test_report_round_trips_and_rejects_nan_scores(tmp_path: Path) -> None:
     assert EvaluationReport.read_json(path) == report
     assert result.score("m") == 0.5 and result.score("s") is None
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_document_keys_are_their_layout_and_the_keys_named_otherwise() -> None:
+    docs = [_doc(f"d{i}") for i in range(100)] + [
+        BenchmarkDocument(document_id="scan", name="scan-2009.pdf", path=Path("/s.pdf")),
+        BenchmarkDocument(document_id="d", name="d.md", data="x"),
+    ]
+    prefix = MANIFEST.raw_key_prefix
+    assert prefix == "raw/benchmarks/uda_fin/test/"
+    keys = StoredDocumentKeys.of(prefix, ((d.document_id, d.raw_key(MANIFEST)) for d in docs))
+    assert keys.name_suffix == ".txt" and keys.stored == 102
+    assert keys.exceptions == {"scan": f"{prefix}scan/scan-2009.pdf", "d": f"{prefix}d/d.md"}
+    assert all(keys.key(d.document_id) == d.raw_key(MANIFEST) for d in docs)
+    # Nothing in common (no name starts with its id): every key is listed.
+    odd = StoredDocumentKeys.of(prefix, [("a", f"{prefix}a/x.txt"), ("b", f"{prefix}b/y.txt")])
+    assert odd.name_suffix is None and odd.key("a") == f"{prefix}a/x.txt"
+    assert odd.key("c") is None
+    run = RunFacts(
+        top_k=10,
+        cases={"total": 0, "evaluated": 0, "failed": 0, "scored": 0},
+        document_keys=keys,
+        document_errors={"lost": "OSError: gone"},
+    )
+    assert run.document_key("d7") == f"{prefix}d7/d7.txt" and run.document_key("lost") is None
+    assert RunFacts.model_validate_json(run.model_dump_json()) == run
+
+
+def test_a_report_that_listed_every_document_key_is_read(tmp_path: Path) -> None:
+    now = datetime.now(UTC).isoformat()
+    # Schema 2 listed every key; a document may be called like a field of the layout.
+    listed = {"kelp": "raw/benchmarks/b/test/kelp/kelp.txt", "stored": "raw/b/stored/x.txt"}
+    old = {
+        "report_id": "r1",
+        "schema_version": "2",
+        "benchmark": {"name": "b"},
+        "knowledge_base_name": "kb",
+        "knowledge_base_manifests": [],
+        "recipe_manifest": {"name": "bm25"},
+        "query_modes": ["bm25"],
+        "score_summary": {},
+        "case_results": [],
+        "started_at": now,
+        "finished_at": now,
+        "run": {
+            "top_k": 10,
+            "document_keys": listed,
+            "cases": {"total": 0, "evaluated": 0, "failed": 0, "scored": 0},
+        },
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    report = EvaluationReport.read_json(path)
+    assert report.run.document_keys.stored == 2 and report.run.document_keys.exceptions == listed
+    assert report.run.document_key("stored") == "raw/b/stored/x.txt"
+    assert report.run.document_key("other") is None
+    # Schema 1 kept them in `metadata`.
+    del old["run"], old["schema_version"]
+    old["metadata"] = {"document_keys": listed, "top_k": 10}
+    path.write_text(json.dumps(old), encoding="utf-8")
+    assert EvaluationReport.read_json(path).run.document_key("kelp") == listed["kelp"]
+    assert EvaluationReport.read_json(report.write_json(path)) == report
 
 
 def test_expected_answers_default_to_empty() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,12 +11,15 @@ import pytest
 
 from heta_eval import BenchmarkError, BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import SampleBenchmark
+from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
 from heta_eval.protocol import BenchmarkAdapter
 from heta_eval.records import BenchmarkCase, BenchmarkDocument, BenchmarkRunUnit
 
 from .conftest import load_recipe
 from .faulty_components import ScoreFailsForCase
+
+SAMPLE_DOCUMENTS = SAMPLE_DATA / "documents.jsonl"
 
 
 def _settings(tmp_path: Path, **kwargs: object) -> RunnerSettings:
@@ -62,15 +66,18 @@ def test_corpus_shape_builds_one_kb_and_writes_the_report(
     assert not (tmp_path / "run" / "report.json").exists()
     assert EvaluationReport.read_json(report.write_json(tmp_path / "report.json")) == report
     store = LocalObjectStore(tmp_path / "store")
-    keys = report.run.document_keys
     assert (
-        keys["astronomy-jupiter-moons"]
+        report.run.document_key("astronomy-jupiter-moons")
         == "raw/benchmarks/sample/test/astronomy-jupiter-moons/astronomy-jupiter-moons.txt"
     )
-    assert all(store.exists(k) for k in keys.values())
+    # The report records the keys' layout, not every key: each document's is found from it.
+    assert report.run.document_keys.exceptions == {} and report.run.document_keys.stored == 36
+    ids = [json.loads(line)["document_id"] for line in SAMPLE_DOCUMENTS.read_text().splitlines()]
+    keys = {doc: report.run.document_key(doc) for doc in ids}
+    assert len(keys) == 36 and sorted(store.list("raw/")) == sorted(keys.values())
     for result in report.case_results:
         assert result.latency_seconds is not None and result.latency_seconds >= 0
-        assert all(r.source_key in keys.values() for r in result.retrieved)
+        assert all(r.source_key == keys[r.document_id] for r in result.retrieved)
     assert report.recipe_manifest["name"] == "bm25" and report.finished_at >= report.started_at
 
 

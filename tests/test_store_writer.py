@@ -141,8 +141,9 @@ def test_a_runner_with_many_documents_writes_them_in_the_background(tmp_path: Pa
     assert not report.failed_cases
     assert report.score_summary["bm25.evidence_recall@5"] == 1.0
     store = LocalObjectStore(tmp_path / "store")
-    keys = report.run.document_keys
-    assert len(keys) == count and sorted(store.list("raw/")) == sorted(keys.values())
+    assert report.run.document_keys.stored == count
+    keys = {d["document_id"]: report.run.document_key(d["document_id"]) for d in documents}
+    assert sorted(store.list("raw/")) == sorted(keys.values())
     text = {d["document_id"]: d["text"] for d in documents}
     assert all(store.get(key).decode() == text[doc] for doc, key in keys.items())
     # The knowledge base was built from every document, from the bytes in memory.

@@ -36,6 +36,7 @@ from heta_eval.records.run import (
     ReusedFrom,
     RunFacts,
     RunIdentity,
+    StoredDocumentKeys,
     TrackingRef,
     UnitFacts,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "RunIdentity",
     "ScoreAggregate",
     "SourceRef",
+    "StoredDocumentKeys",
     "TrackingRef",
     "UnitFacts",
 ]

@@ -51,6 +51,11 @@ class BenchmarkManifest(Record):
         """Stable identifier `name/version/split`, used in tags and cache keys."""
         return f"{self.name}/{self.version}/{self.split}"
 
+    @property
+    def raw_key_prefix(self) -> str:
+        """Where the benchmark's documents are stored: `raw/benchmarks/{name}/{split}/`."""
+        return f"raw/benchmarks/{self.name}/{self.split}/"
+
 
 class BenchmarkResource(Record):
     """An external file a benchmark needs, with the checksum that proves it is the right one."""
@@ -150,7 +155,7 @@ class BenchmarkDocument(Record):
 
     def raw_key(self, manifest: BenchmarkManifest) -> str:
         """Object-store key `raw/benchmarks/{benchmark}/{split}/{document_id}/{name}`."""
-        return f"raw/benchmarks/{manifest.name}/{manifest.split}/{self.document_id}/{self.name}"
+        return f"{manifest.raw_key_prefix}{self.document_id}/{self.name}"
 
 
 class BenchmarkEvidence(Record):

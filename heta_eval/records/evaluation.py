@@ -18,7 +18,8 @@ from heta_eval.records.benchmark import BenchmarkEvidence, BenchmarkExpected, Be
 from heta_eval.records.query import KnowledgeBaseManifest
 from heta_eval.records.run import RunFacts
 
-REPORT_SCHEMA_VERSION = "2"
+# 3: `run.document_keys` is the key layout and its exceptions, not every key (2 is read as 3).
+REPORT_SCHEMA_VERSION = "3"
 
 
 class EvaluationScore(Record):

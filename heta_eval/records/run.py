@@ -6,9 +6,12 @@ console, the tracker, the HTML report and comparisons read (it replaced a loose 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
 
@@ -73,6 +76,59 @@ class BenchmarkLoadReuse(Record):
     files_checked: int = Field(ge=0, description="files and directories found unchanged")
 
 
+# Documents whose names are looked at to find the name most documents share.
+_NAME_SAMPLE = 64
+
+
+class StoredDocumentKeys(Record):
+    """Where a run stored its documents in the object store, as the layout of their keys and
+    the exceptions to it, not every key: a million keys in the report cost seconds of
+    serialising, sending and validating in every process that reads it.
+
+    A key is `{prefix}{document_id}/{name}` (`prefix` is `raw/benchmarks/{benchmark}/{split}/`);
+    most adapters name every document `{document_id}{name_suffix}` (e.g. `.txt`), so only
+    the documents named otherwise are listed in `exceptions`. A report of schema 2 or older
+    listed every key: read back, they are all exceptions (`prefix` empty, no `name_suffix`).
+    `key(document_id)` gives a stored document's key."""
+
+    prefix: str = ""
+    name_suffix: str | None = Field(
+        default=None,
+        description="most documents are stored as `{prefix}{id}/{id}{name_suffix}`; None: "
+        "every key is in `exceptions`",
+    )
+    stored: int = Field(default=0, ge=0, description="how many documents were stored")
+    exceptions: dict[str, str] = Field(
+        default_factory=dict,
+        description="document_id -> key, for the documents whose key does not follow the layout",
+    )
+
+    @classmethod
+    def of(cls, prefix: str, keys: Iterable[tuple[str, str]]) -> StoredDocumentKeys:
+        """The layout of (document_id, key) pairs all under `prefix`: the name suffix the
+        first documents share most, and every key that does not follow it."""
+        pairs = list(keys)
+        suffixes = Counter(
+            name[len(doc) :]
+            for doc, key in pairs[:_NAME_SAMPLE]
+            if key.startswith(f"{prefix}{doc}/{doc}")
+            for name in (key[len(prefix) + len(doc) + 1 :],)
+        )
+        suffix = suffixes.most_common(1)[0][0] if suffixes else None
+        if suffix is None:
+            return cls(prefix=prefix, stored=len(pairs), exceptions=dict(pairs))
+        exceptions = {doc: key for doc, key in pairs if key != f"{prefix}{doc}/{doc}{suffix}"}
+        return cls(prefix=prefix, name_suffix=suffix, stored=len(pairs), exceptions=exceptions)
+
+    def key(self, document_id: str) -> str | None:
+        """The key of a document the run stored (None: a report that listed every key
+        and not this one). For an id the run did not store, the key it would have had."""
+        listed = self.exceptions.get(document_id)
+        if listed is not None or self.name_suffix is None:
+            return listed
+        return f"{self.prefix}{document_id}/{document_id}{self.name_suffix}"
+
+
 class RunFacts(Record):
     """How a report came to be: identity, depth, sampling, units, caches, timings, counts."""
 
@@ -83,7 +139,7 @@ class RunFacts(Record):
     seed: int = 0
     workers: int = Field(default=1, ge=1)
     run_units: tuple[UnitFacts, ...] = ()
-    document_keys: dict[str, str] = Field(default_factory=dict)
+    document_keys: StoredDocumentKeys = Field(default_factory=StoredDocumentKeys)
     document_errors: dict[str, str] = Field(default_factory=dict)
     cache: JsonDict = Field(
         default_factory=dict, description="build/response cache counters and the cache mode"
@@ -102,3 +158,19 @@ class RunFacts(Record):
         description="set when the benchmark's documents and cases (and their digest) came "
         "from an earlier job of the same sweep process, its files unchanged",
     )
+
+    @field_validator("document_keys", mode="before")
+    @classmethod
+    def _every_key_listed(cls, value: Any) -> Any:
+        # Reports before schema 3 listed every stored document's key (document_id -> key;
+        # a document may be called "stored"): only strings, where this record has a count.
+        if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+            return {"stored": len(value), "exceptions": value}
+        return value
+
+    def document_key(self, document_id: str) -> str | None:
+        """Where the run stored document `document_id`; None when it could not be stored
+        (`document_errors` says why) or is unknown to a report that listed every key."""
+        if document_id in self.document_errors:
+            return None
+        return self.document_keys.key(document_id)

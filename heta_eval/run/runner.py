@@ -37,7 +37,14 @@ from heta_eval.records import (
     EvaluationReport,
     KnowledgeBaseManifest,
 )
-from heta_eval.records.run import CaseCounts, RunFacts, RunIdentity, TrackingRef, UnitFacts
+from heta_eval.records.run import (
+    CaseCounts,
+    RunFacts,
+    RunIdentity,
+    StoredDocumentKeys,
+    TrackingRef,
+    UnitFacts,
+)
 from heta_eval.run.data_digest import DataDigest
 from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
 from heta_eval.run.failures import fail_cases_with_lost_evidence
@@ -480,7 +487,9 @@ class BenchmarkRunner:
                 seed=self.settings.seed,
                 workers=self.settings.workers,
                 run_units=tuple(unit_rows),
-                document_keys={doc: key for doc, (key, _) in keys.items()},
+                document_keys=StoredDocumentKeys.of(
+                    manifest.raw_key_prefix, ((doc, key) for doc, (key, _) in keys.items())
+                ),
                 document_errors=document_errors,
                 cache=self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
                 resumed_cases=len(journaled),
