@@ -176,12 +176,12 @@ def test_document_keys_are_their_layout_and_the_keys_named_otherwise() -> None:
     ]
     prefix = MANIFEST.raw_key_prefix
     assert prefix == "raw/benchmarks/uda_fin/test/"
-    keys = StoredDocumentKeys.of(prefix, ((d.document_id, d.raw_key(MANIFEST)) for d in docs))
+    keys = StoredDocumentKeys.of(prefix, {d.document_id: d.raw_key(MANIFEST) for d in docs})
     assert keys.name_suffix == ".txt" and keys.stored == 102
     assert keys.exceptions == {"scan": f"{prefix}scan/scan-2009.pdf", "d": f"{prefix}d/d.md"}
     assert all(keys.key(d.document_id) == d.raw_key(MANIFEST) for d in docs)
     # Nothing in common (no name starts with its id): every key is listed.
-    odd = StoredDocumentKeys.of(prefix, [("a", f"{prefix}a/x.txt"), ("b", f"{prefix}b/y.txt")])
+    odd = StoredDocumentKeys.of(prefix, {"a": f"{prefix}a/x.txt", "b": f"{prefix}b/y.txt"})
     assert odd.name_suffix is None and odd.key("a") == f"{prefix}a/x.txt"
     assert odd.key("c") is None
     run = RunFacts(

@@ -295,14 +295,21 @@ class KnowledgeBase:
         fields = self._fields[position]
         if fields is None:
             chunk = self._chunks[position]
-            source = SourceRef(
-                source_key=chunk.source_key,
-                document_id=chunk.document_id,
-                chunk_id=chunk.chunk_id,
-                chunk_index=chunk.chunk_index,
-                start_char=chunk.start_char,
-                end_char=chunk.end_char,
-                **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
+            located = {k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS}
+            provenance = {
+                "source_key": chunk.source_key,
+                "document_id": chunk.document_id,
+                "chunk_id": chunk.chunk_id,
+                "chunk_index": chunk.chunk_index,
+                "start_char": chunk.start_char,
+                "end_char": chunk.end_char,
+            }
+            # The chunk's fields are validated and of SourceRef's types; values from its
+            # locator (any JSON) are validated here.
+            source = (
+                SourceRef(**provenance, **located)
+                if located
+                else SourceRef.model_construct(_SOURCE_FIELDS, **provenance)
             )
             fields = {"id": chunk.chunk_id, "text": chunk.text, "kind": "chunk", "source": source}
             self._fields[position] = fields
@@ -396,3 +403,4 @@ async def close_parts(*parts: Any) -> None:
 
 _LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})
 _RESULT_FIELDS = set(QueryResult.model_fields)  # shared by every result: never changed
+_SOURCE_FIELDS = {"source_key", "document_id", "chunk_id", "chunk_index", "start_char", "end_char"}

@@ -7,8 +7,9 @@ console, the tracker, the HTML report and comparisons read (it replaced a loose 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Mapping
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -104,21 +105,22 @@ class StoredDocumentKeys(Record):
     )
 
     @classmethod
-    def of(cls, prefix: str, keys: Iterable[tuple[str, str]]) -> StoredDocumentKeys:
-        """The layout of (document_id, key) pairs all under `prefix`: the name suffix the
-        first documents share most, and every key that does not follow it."""
-        pairs = list(keys)
+    def of(cls, prefix: str, keys: Mapping[str, str]) -> StoredDocumentKeys:
+        """The layout of `keys` (document_id -> key, all under `prefix`): the name suffix
+        the first documents share most, and every key that does not follow it."""
         suffixes = Counter(
-            name[len(doc) :]
-            for doc, key in pairs[:_NAME_SAMPLE]
+            key[len(prefix) + 2 * len(doc) + 1 :]
+            for doc, key in islice(keys.items(), _NAME_SAMPLE)
             if key.startswith(f"{prefix}{doc}/{doc}")
-            for name in (key[len(prefix) + len(doc) + 1 :],)
         )
-        suffix = suffixes.most_common(1)[0][0] if suffixes else None
-        if suffix is None:
-            return cls(prefix=prefix, stored=len(pairs), exceptions=dict(pairs))
-        exceptions = {doc: key for doc, key in pairs if key != f"{prefix}{doc}/{doc}{suffix}"}
-        return cls(prefix=prefix, name_suffix=suffix, stored=len(pairs), exceptions=exceptions)
+        if not suffixes:
+            return cls(prefix=prefix, stored=len(keys), exceptions=dict(keys))
+        suffix = suffixes.most_common(1)[0][0]
+        # One pass, no object per document kept (the collector would walk a full heap).
+        exceptions = {
+            doc: key for doc, key in keys.items() if key != f"{prefix}{doc}/{doc}{suffix}"
+        }
+        return cls(prefix=prefix, name_suffix=suffix, stored=len(keys), exceptions=exceptions)
 
     def key(self, document_id: str) -> str | None:
         """The key of a document the run stored (None: a report that listed every key

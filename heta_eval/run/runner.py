@@ -488,7 +488,7 @@ class BenchmarkRunner:
                 workers=self.settings.workers,
                 run_units=tuple(unit_rows),
                 document_keys=StoredDocumentKeys.of(
-                    manifest.raw_key_prefix, ((doc, key) for doc, (key, _) in keys.items())
+                    manifest.raw_key_prefix, {doc: key for doc, (key, _) in keys.items()}
                 ),
                 document_errors=document_errors,
                 cache=self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
