@@ -295,34 +295,27 @@ class KnowledgeBase:
         fields = self._fields[position]
         if fields is None:
             chunk = self._chunks[position]
-            located = {k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS}
-            provenance = {
-                "source_key": chunk.source_key,
-                "document_id": chunk.document_id,
-                "chunk_id": chunk.chunk_id,
-                "chunk_index": chunk.chunk_index,
-                "start_char": chunk.start_char,
-                "end_char": chunk.end_char,
-            }
-            # The chunk's fields are validated and of SourceRef's types; values from its
-            # locator (any JSON) are validated here.
-            source = (
-                SourceRef(**provenance, **located)
-                if located
-                else SourceRef.model_construct(_SOURCE_FIELDS, **provenance)
+            source = SourceRef(
+                source_key=chunk.source_key,
+                document_id=chunk.document_id,
+                chunk_id=chunk.chunk_id,
+                chunk_index=chunk.chunk_index,
+                start_char=chunk.start_char,
+                end_char=chunk.end_char,
+                **{k: v for k, v in chunk.locator.items() if k in _LOCATOR_FIELDS},
             )
             fields = {"id": chunk.chunk_id, "text": chunk.text, "kind": "chunk", "source": source}
             self._fields[position] = fields
         return fields
 
     def _response(self, text: str, mode: str, hits: Hits, seconds: float) -> QueryResponse:
-        # Not validated again: every field but the score comes from a chunk read from the
-        # chunk file and its validated SourceRef (made once per chunk), and the score is made
-        # a float here (100 results a query: validating them was a third of its time).
+        # Every field but the score comes from a chunk read from the chunk file and its
+        # SourceRef (made once per chunk and shared); pydantic-core validates the result
+        # from them in less time than `model_construct` takes to assemble it in Python
+        # (1.2-2.0 us against 2.6-3.5 us a result, 2026-12-03; a million at 1M x 10k).
         fields = self._result_fields
         results = tuple(
-            QueryResult.model_construct(_RESULT_FIELDS, **fields(position), score=float(score))
-            for position, score in hits
+            QueryResult(**fields(position), score=float(score)) for position, score in hits
         )
         return QueryResponse(
             query=text,
@@ -402,5 +395,3 @@ async def close_parts(*parts: Any) -> None:
 
 
 _LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})
-_RESULT_FIELDS = set(QueryResult.model_fields)  # shared by every result: never changed
-_SOURCE_FIELDS = {"source_key", "document_id", "chunk_id", "chunk_index", "start_char", "end_char"}
