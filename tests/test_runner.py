@@ -14,7 +14,14 @@ from heta_eval.benchmarks import SampleBenchmark
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
 from heta_eval.protocol import BenchmarkAdapter
-from heta_eval.records import BenchmarkCase, BenchmarkDocument, BenchmarkRunUnit
+from heta_eval.records import (
+    BenchmarkCase,
+    BenchmarkDocument,
+    BenchmarkRunUnit,
+    KnowledgeBaseManifest,
+)
+from heta_eval.run.runner import _without_unit_keys
+from heta_eval.run.units import UnitPlan
 
 from .conftest import load_recipe
 from .faulty_components import ScoreFailsForCase
@@ -78,6 +85,10 @@ def test_corpus_shape_builds_one_kb_and_writes_the_report(
     for result in report.case_results:
         assert result.latency_seconds is not None and result.latency_seconds >= 0
         assert all(r.source_key == keys[r.document_id] for r in result.retrieved)
+    # The knowledge base's sources are those documents: the report does not list them again.
+    (manifest,) = report.knowledge_base_manifests
+    assert not manifest.sources_listed and manifest.source_keys == ()
+    assert manifest.counts["sources"] == 36
     assert report.recipe_manifest["name"] == "bm25" and report.finished_at >= report.started_at
 
 
@@ -265,3 +276,25 @@ def test_documents_from_uris_and_offline_refusal(
         "offline run: not fetching https://example.org/x.txt" in report.run.document_errors["web"]
     )
     assert report.knowledge_base_manifests[0].counts["documents"] == 1
+
+
+def test_a_manifest_whose_sources_are_not_the_units_documents_keeps_its_keys() -> None:
+    unit = BenchmarkRunUnit(unit_id="u")
+    docs = tuple(BenchmarkDocument(document_id=d, name=f"{d}.txt", data="x") for d in "abc")
+    plan = UnitPlan(unit, docs, ())
+    keys = {d: (f"raw/benchmarks/b/test/{d}/{d}.txt", "0" * 64) for d in "ab"}  # c not stored
+    manifest = KnowledgeBaseManifest(
+        name="kb",
+        recipe_name="bm25",
+        query_modes=("bm25",),
+        source_keys=tuple(key for key, _ in keys.values()),
+        steps=(),
+        build_seconds=0.0,
+    )
+    same = _without_unit_keys(manifest, plan, keys)
+    assert same.source_keys == () and not same.sources_listed
+    assert same.model_copy(update={"source_keys": (), "sources_listed": False}) == same
+    # Another order, another set (an older build, a journaled unit): listed as they are.
+    for other in (manifest.source_keys[::-1], manifest.source_keys[:1]):
+        kept = manifest.model_copy(update={"source_keys": other})
+        assert _without_unit_keys(kept, plan, keys) == kept

@@ -79,6 +79,13 @@ class KnowledgeBaseManifest(Record):
     recipe_name: NonEmptyStr
     query_modes: tuple[str, ...]
     source_keys: tuple[str, ...]
+    sources_listed: bool = Field(
+        default=True,
+        description="False in a report whose `source_keys` were left out because they are "
+        "the keys of the unit's stored documents in the benchmark's order (the report's "
+        "`run.document_key(id)` gives each): at a million documents the list was 70 MB of "
+        "the report. The build cache and the journal keep the list.",
+    )
     steps: tuple[BuildStep, ...]
     counts: dict[str, int] = Field(default_factory=dict)
     build_seconds: float = Field(ge=0)

@@ -152,6 +152,20 @@ def check_evidence_documents(contents: BenchmarkContents, *, strict: bool) -> No
     log.warning("%s; set runner.strict=true to make this an error", message)
 
 
+def _without_unit_keys(
+    manifest: KnowledgeBaseManifest, plan: UnitPlan, keys: DocumentKeys
+) -> KnowledgeBaseManifest:
+    """The manifest as the report keeps it: without its source keys when they are those of
+    the unit's stored documents, in order (`sources_listed=False`; the report's document
+    key layout gives each), else as it is."""
+    if not manifest.sources_listed:
+        return manifest
+    stored = tuple(keys[d.document_id][0] for d in plan.documents if d.document_id in keys)
+    if manifest.source_keys != stored:
+        return manifest
+    return manifest.model_copy(update={"source_keys": (), "sources_listed": False})
+
+
 class BenchmarkRunner:
     """Evaluates one recipe on one benchmark and produces one EvaluationReport.
 
@@ -446,7 +460,7 @@ class BenchmarkRunner:
                     results.append(fresh[key] if key in fresh else journaled[key])
             kb_manifest = built.get(unit_id) or journaled_units.get(unit_id)
             if kb_manifest is not None:
-                kb_manifests.append(kb_manifest)
+                kb_manifests.append(_without_unit_keys(kb_manifest, plan, keys))
             unit_rows.append(
                 UnitFacts(
                     unit_id=unit_id,
