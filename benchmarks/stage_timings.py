@@ -126,6 +126,9 @@ def one_run(
         ),
         "query_s": timings["query"],
         "score_s": timings["score"],
+        # Build, queries and scoring with what the runner does per case around them
+        # (making each case result), as one span.
+        "build_query_score_s": timings["build_query_score"],
         # Summaries, the report record and report.json: what evaluate does after scoring.
         "report_s": evaluate - timings["write_documents"] - timings["build_query_score"],
         "evaluate_s": evaluate,
