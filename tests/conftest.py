@@ -16,6 +16,7 @@ import yaml
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.records import BenchmarkWorkspace
 
+from .cpu_time import pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401 (hooks)
 from .schedule import heavy_first
 
 REPO = Path(__file__).resolve().parent.parent
