@@ -47,9 +47,14 @@ def _assert_same(report: EvaluationReport, reference: EvaluationReport) -> None:
     assert report.score_details == reference.score_details
 
 
-def _reference(tmp_path: Path, *args: str) -> EvaluationReport:
-    """The same configuration evaluated without interruption, elsewhere."""
-    clean = run_cli(tmp_path / "clean", tmp_path, *args, "tracking=none")
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> EvaluationReport:
+    """The killed configurations evaluated without interruption, elsewhere, once for the
+    module: the killer is disarmed from the start (its marker exists), and what a run finds
+    does not depend on where or when the killer would strike, only on ARGS and its score."""
+    cwd = tmp_path_factory.mktemp("reference")
+    (cwd / "marker").touch()
+    clean = run_cli(cwd / "clean", cwd, *ARGS, _killer(cwd / "marker", "evaluate"), "tracking=none")
     assert clean.returncode == 0, clean.stderr
     return EvaluationReport.read_json(clean.report_path)
 
@@ -67,7 +72,7 @@ def _killed(root: Path, tmp_path: Path, *args: str) -> Finished:
 
 
 @pytest.mark.slow
-def test_killed_while_writing_the_report(tmp_path: Path) -> None:
+def test_killed_while_writing_the_report(tmp_path: Path, reference: EvaluationReport) -> None:
     root = tmp_path / "outputs"
     args = (*ARGS, _killer(tmp_path / "marker", "os.rename", "report.json"))
     _killed(root, tmp_path, *args)
@@ -83,7 +88,7 @@ def test_killed_while_writing_the_report(tmp_path: Path) -> None:
     assert rerun.returncode == 0, rerun.stderr
     report = EvaluationReport.read_json(rerun.report_path)
     assert report.run.resumed_cases == len(report.case_results) == 12
-    _assert_same(report, _reference(tmp_path, *args))
+    _assert_same(report, reference)
     (run,) = _runs(root)
     assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
 
@@ -97,7 +102,9 @@ def test_killed_while_writing_the_report(tmp_path: Path) -> None:
         ("os.rename", "responses", 3),  # the third cached query response
     ],
 )
-def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, nth: int) -> None:
+def test_killed_while_writing_the_cache(
+    tmp_path: Path, reference: EvaluationReport, event: str, where: str, nth: int
+) -> None:
     root = tmp_path / "outputs"
     args = (*ARGS, _killer(tmp_path / "marker", event, str(root / "cache" / where), nth))
     _killed(root, tmp_path, *args)
@@ -117,7 +124,7 @@ def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, 
     assert verify_cache(root / "cache")[0] == 1
     if where == "kb":
         assert not left.exists()  # the rerun's save removed what the killed one left
-    _assert_same(report, _reference(tmp_path, *args))
+    _assert_same(report, reference)
     (run,) = _runs(root)
     assert run.info.status == "FINISHED"
 
