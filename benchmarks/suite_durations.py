@@ -25,12 +25,12 @@ def module_of(classname: str) -> str:
     return "/".join(parts) + ".py"
 
 
-def cpu_of(case: ET.Element) -> float:
-    """The test's `cpu_seconds` property (tests/cpu_time.py), 0 if the report has none."""
+def prop_of(case: ET.Element, name: str) -> str:
+    """A property of the test case (tests/cpu_time.py adds them), "" if it has none."""
     for prop in case.iter("property"):
-        if prop.get("name") == "cpu_seconds":
-            return float(prop.get("value", 0))
-    return 0.0
+        if prop.get("name") == name:
+            return prop.get("value", "")
+    return ""
 
 
 def read(report: Path) -> list[tuple[str, str, float, bool, float]]:
@@ -39,8 +39,31 @@ def read(report: Path) -> list[tuple[str, str, float, bool, float]]:
     for case in ET.parse(report).getroot().iter("testcase"):
         skipped = case.find("skipped") is not None
         module, name = module_of(case.get("classname", "")), case.get("name", "")
-        cases.append((module, name, float(case.get("time", 0)), skipped, cpu_of(case)))
+        cpu = float(prop_of(case, "cpu_seconds") or 0)
+        cases.append((module, name, float(case.get("time", 0)), skipped, cpu))
     return cases
+
+
+def worker_ends(report: Path) -> None:
+    """When each xdist worker ran its last test, relative to the first worker's end, and the
+    longest tests among each worker's last few: a long test handed out last shows here."""
+    by_worker: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    for case in ET.parse(report).getroot().iter("testcase"):
+        worker, ended = prop_of(case, "worker"), prop_of(case, "ended")
+        if worker and ended:
+            name = f"{module_of(case.get('classname', ''))}::{case.get('name', '')}"
+            by_worker[worker].append((float(ended), float(case.get("time", 0)), name))
+    if not by_worker:
+        return
+    first_end = min(max(t for t, _, _ in tests) for tests in by_worker.values())
+    print("\nworkers' ends (seconds after the first worker finished; its last long tests):")
+    for worker, tests in sorted(by_worker.items()):
+        tests.sort()
+        last = max(t for t, _, _ in tests) - first_end
+        tail = [(s, n) for _, s, n in tests[-15:] if s >= 5]
+        print(f"  {worker}: +{last:.0f} s, {len(tests)} tests")
+        for seconds, name in tail:
+            print(f"      {seconds:8.1f} s  {name}")
 
 
 def main() -> None:
@@ -66,6 +89,7 @@ def main() -> None:
     print("\nlongest tests (wall s, CPU s):")
     for module, name, seconds, _, cpu in sorted(cases, key=lambda c: -c[2])[: args.top]:
         print(f"  {seconds:8.1f} s  {cpu:8.1f} cpu  {module}::{name}")
+    worker_ends(args.report)
 
 
 if __name__ == "__main__":
