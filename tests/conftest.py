@@ -16,6 +16,8 @@ import yaml
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.records import BenchmarkWorkspace
 
+from .bytecode import compile_repository
+from .cpu_time import pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401 (hooks)
 from .schedule import heavy_first
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,6 +109,12 @@ def run_cli(tmp_path: Path) -> CliRunner:
         )
 
     return run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Once per session, in the controlling process (not again in each xdist worker)."""
+    if not hasattr(config, "workerinput"):
+        compile_repository(REPO)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -97,7 +97,8 @@ def test_a_terminated_sweep_leaves_its_finished_jobs_complete(tmp_path: Path) ->
     root = tmp_path / "outputs"
     env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning")
     command = [sys.executable, "-m", "heta_eval", "-m", f"paths.root={root}"]
-    command += ["recipe.chunk_size=range(8,800,8)"]
+    # 12 jobs, one after another: the kill comes after the first, long before the last.
+    command += ["recipe.chunk_size=range(8,104,8)"]
     with subprocess.Popen(
         command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     ) as proc:

@@ -78,7 +78,8 @@ def test_a_parallel_sweep_on_the_mlflow_server_finishes_every_job_under_one_pare
         "hydra.launcher.n_jobs=4",
         f"tracking.uri={server}",
         "tracking.experiment=team_sweep",
-        "recipe.chunk_size=8,16,32,64",
+        # 4 jobs, all at once against the server (n_jobs=4): more jobs add CPU, not coverage.
+        "recipe.chunk_size=8,16",
         "runner.top_k=5,10",
         timeout=600,
     )
@@ -87,18 +88,18 @@ def test_a_parallel_sweep_on_the_mlflow_server_finishes_every_job_under_one_pare
     runs = _experiment_runs(client, "team_sweep")
     parents = [r for r in runs if r.data.tags.get("heta_eval.kind") == "sweep"]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert len(parents) == 1 and len(children) == 8, [r.info.run_name for r in runs]
+    assert len(parents) == 1 and len(children) == 4, [r.info.run_name for r in runs]
     (parent,) = parents
     said = proc.stdout + proc.stderr + job_logs(root)
     assert parent.info.status == "FINISHED", said
-    assert parent.data.metrics["sweep.jobs_finished"] == 8
+    assert parent.data.metrics["sweep.jobs_finished"] == 4
     assert parent.data.metrics["sweep.jobs_failed"] == 0
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert all(r.info.status == "FINISHED" for r in children), job_logs(root)
     settings = {
         (r.data.params["recipe.chunk_size"], r.data.params["runner.top_k"]) for r in children
     }
-    assert settings == {(c, k) for c in ("8", "16", "32", "64") for k in ("5", "10")}
+    assert settings == {(c, k) for c in ("8", "16") for k in ("5", "10")}
     for child in children:
         _assert_metrics_match_report(client, child, tmp_path / "downloads")
     _assert_outbox_empty(root)

@@ -22,6 +22,10 @@ from heta_eval import EvaluationReport
 from .processes import Finished, run_cli, verify_cache
 
 ARGS = ("runner.limit=12", "runner.max_concurrent_queries=1")
+# The torn-file tests read the run's own files only (reports, state, journal, cache); their
+# runs are not tracked (a tracked run's worker costs as much CPU as the run; the killed runs
+# above are tracked and their MLflow run read back).
+UNTRACKED = (*ARGS, "tracking=none")
 
 
 def _killer(marker: Path, event: str, contains: str = "", nth: int = 1) -> str:
@@ -47,9 +51,14 @@ def _assert_same(report: EvaluationReport, reference: EvaluationReport) -> None:
     assert report.score_details == reference.score_details
 
 
-def _reference(tmp_path: Path, *args: str) -> EvaluationReport:
-    """The same configuration evaluated without interruption, elsewhere."""
-    clean = run_cli(tmp_path / "clean", tmp_path, *args, "tracking=none")
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> EvaluationReport:
+    """The killed configurations evaluated without interruption, elsewhere, once for the
+    module: the killer is disarmed from the start (its marker exists), and what a run finds
+    does not depend on where or when the killer would strike, only on ARGS and its score."""
+    cwd = tmp_path_factory.mktemp("reference")
+    (cwd / "marker").touch()
+    clean = run_cli(cwd / "clean", cwd, *ARGS, _killer(cwd / "marker", "evaluate"), "tracking=none")
     assert clean.returncode == 0, clean.stderr
     return EvaluationReport.read_json(clean.report_path)
 
@@ -67,7 +76,7 @@ def _killed(root: Path, tmp_path: Path, *args: str) -> Finished:
 
 
 @pytest.mark.slow
-def test_killed_while_writing_the_report(tmp_path: Path) -> None:
+def test_killed_while_writing_the_report(tmp_path: Path, reference: EvaluationReport) -> None:
     root = tmp_path / "outputs"
     args = (*ARGS, _killer(tmp_path / "marker", "os.rename", "report.json"))
     _killed(root, tmp_path, *args)
@@ -83,7 +92,7 @@ def test_killed_while_writing_the_report(tmp_path: Path) -> None:
     assert rerun.returncode == 0, rerun.stderr
     report = EvaluationReport.read_json(rerun.report_path)
     assert report.run.resumed_cases == len(report.case_results) == 12
-    _assert_same(report, _reference(tmp_path, *args))
+    _assert_same(report, reference)
     (run,) = _runs(root)
     assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
 
@@ -97,7 +106,9 @@ def test_killed_while_writing_the_report(tmp_path: Path) -> None:
         ("os.rename", "responses", 3),  # the third cached query response
     ],
 )
-def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, nth: int) -> None:
+def test_killed_while_writing_the_cache(
+    tmp_path: Path, reference: EvaluationReport, event: str, where: str, nth: int
+) -> None:
     root = tmp_path / "outputs"
     args = (*ARGS, _killer(tmp_path / "marker", event, str(root / "cache" / where), nth))
     _killed(root, tmp_path, *args)
@@ -117,7 +128,7 @@ def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, 
     assert verify_cache(root / "cache")[0] == 1
     if where == "kb":
         assert not left.exists()  # the rerun's save removed what the killed one left
-    _assert_same(report, _reference(tmp_path, *args))
+    _assert_same(report, reference)
     (run,) = _runs(root)
     assert run.info.status == "FINISHED"
 
@@ -125,7 +136,7 @@ def test_killed_while_writing_the_cache(tmp_path: Path, event: str, where: str, 
 @pytest.mark.slow
 def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    first = run_cli(root, tmp_path, *ARGS)
+    first = run_cli(root, tmp_path, *UNTRACKED)
     assert first.returncode == 0, first.stderr
     reference = EvaluationReport.read_json(first.report_path)
     (state,) = (root / "state").glob("*/done.json")
@@ -134,14 +145,14 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     # A torn report in the run directory does not matter: the state keeps its own copy.
     text = first.report_path.read_text()
     first.report_path.write_text(text[: len(text) // 2])
-    reused = run_cli(root, tmp_path, *ARGS)
+    reused = run_cli(root, tmp_path, *UNTRACKED)
     assert reused.returncode == 0 and "already evaluated" in reused.stdout + reused.stderr
     _assert_same(EvaluationReport.read_json(reused.report_path), reference)
 
     # The state's copy torn: not the report it wrote, evaluated again (from the journal).
     kept = state.parent / "report.json"
     kept.write_text(kept.read_text()[: len(text) // 2])
-    again = run_cli(root, tmp_path, *ARGS)
+    again = run_cli(root, tmp_path, *UNTRACKED)
     assert again.returncode == 0, again.stderr
     assert "is not the one it wrote" in again.stdout + again.stderr
     assert "already evaluated" not in again.stdout + again.stderr
@@ -152,7 +163,7 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     # A torn completion marker: not finished.
     marker = state.read_text()
     state.write_text(marker[: len(marker) // 2])
-    torn_marker = run_cli(root, tmp_path, *ARGS)
+    torn_marker = run_cli(root, tmp_path, *UNTRACKED)
     assert torn_marker.returncode == 0, torn_marker.stderr
     assert "already evaluated" not in torn_marker.stdout + torn_marker.stderr
     _assert_same(EvaluationReport.read_json(torn_marker.report_path), reference)
@@ -166,7 +177,7 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     journal.write_bytes(cut + lines[5][: len(lines[5]) // 2])
     kept = sum(1 for line in lines[1:5] if b'"kind": "case"' in line)
     assert len(cases) == 12 and kept >= 3
-    resumed = run_cli(root, tmp_path, *ARGS)
+    resumed = run_cli(root, tmp_path, *UNTRACKED)
     assert resumed.returncode == 0, resumed.stderr
     report = EvaluationReport.read_json(resumed.report_path)
     assert report.run.resumed_cases == kept
@@ -177,7 +188,7 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    first = run_cli(root, tmp_path, *ARGS)
+    first = run_cli(root, tmp_path, *UNTRACKED)
     assert first.returncode == 0, first.stderr
     reference = EvaluationReport.read_json(first.report_path)
     entries, responses = verify_cache(root / "cache")
@@ -188,7 +199,7 @@ def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
     response = sorted((root / "cache" / "responses").glob("*.json"))[0]
     response.write_bytes(response.read_bytes()[:40])
 
-    again = run_cli(root, tmp_path, *ARGS, "runner.resume=false")
+    again = run_cli(root, tmp_path, *UNTRACKED, "runner.resume=false")
     assert again.returncode == 0, again.stderr
     assert "discarding corrupt build cache entry" in again.stdout + again.stderr
     assert "ignoring corrupt cache file" in again.stdout + again.stderr
