@@ -210,6 +210,9 @@ def main(argv: list[str]) -> int:
         level=logging.WARNING,
         format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s",
     )
+    # The runs' records (at the level each asks for) go to them; the log keeps warnings.
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.WARNING)
     service = Service(directory, idle, key)
     logging.getLogger().addHandler(service.route)
     service.bind()
