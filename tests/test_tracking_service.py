@@ -105,13 +105,24 @@ def test_a_run_through_the_service_logs_what_a_worker_run_logs_and_the_next_run_
     tmp_path: Path, base: Path
 ) -> None:
     root = tmp_path / "outputs"
+    secret = "sk-service-secret-7f3a"
     # The same configuration tracked by its own worker, then twice through the service.
-    worker = cli(root, tmp_path, base, "runner.resume=false")
+    worker = cli(root, tmp_path, base, "runner.resume=false", f"+recipe.metadata.api_key={secret}")
     assert service_pids(base) == set()
-    first = cli(root, tmp_path, base, "runner.resume=false", *SERVICE)
+    first = cli(
+        root, tmp_path, base, "runner.resume=false", f"+recipe.metadata.api_key={secret}", *SERVICE
+    )
     (pid,) = service_pids(base)
     # The second run imports no MLflow in its process (-X importtime's list).
-    second = cli(root, tmp_path, base, "runner.resume=false", *SERVICE, PYTHONPROFILEIMPORTTIME="1")
+    second = cli(
+        root,
+        tmp_path,
+        base,
+        "runner.resume=false",
+        f"+recipe.metadata.api_key={secret}",
+        *SERVICE,
+        PYTHONPROFILEIMPORTTIME="1",
+    )
     assert service_pids(base) == {pid}, "the second run did not reuse the running service"
     imported = [line for line in second.stderr.splitlines() if line.startswith("import time:")]
     assert imported, second.stderr[-2000:]
@@ -142,8 +153,15 @@ def test_a_run_through_the_service_logs_what_a_worker_run_logs_and_the_next_run_
             )
         }
         assert names == ref_names
+    # The secret is masked in what the service logged, and its own log does not hold it.
+    for done in (first, second):
+        run = tracking_run(root, done.report_path)
+        assert run.data.params["recipe.metadata.api_key"] == "***"
+        assert secret not in json.dumps([run.data.params, run.data.tags])
+        assert secret not in done.stdout + done.stderr
     # The service's directory and socket are this user's alone.
     (directory,) = [p for p in base.iterdir() if p.is_dir()]
+    assert secret not in (directory / "service.log").read_text()
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert stat.S_IMODE((directory / SOCKET).stat().st_mode) == 0o600
 
