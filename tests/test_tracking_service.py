@@ -264,6 +264,7 @@ def test_a_sweep_keeps_its_own_tracker_worker(tmp_path: Path, base: Path) -> Non
     assert sum(r.info.status == "FINISHED" for r in runs) == 3, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_directory_others_may_enter_is_refused_and_the_run_tracks_in_its_own_worker(
     tmp_path: Path, base: Path
 ) -> None:
@@ -279,6 +280,7 @@ def test_a_directory_others_may_enter_is_refused_and_the_run_tracks_in_its_own_w
     assert run.info.status == "FINISHED" and "bm25.ndcg_at_10" in run.data.metrics
 
 
+@pytest.mark.slow
 def test_a_service_of_another_key_is_not_used(tmp_path: Path, base: Path) -> None:
     root = tmp_path / "outputs"
     env = {"HETA_EVAL_SERVICE_DIR": str(base)}

@@ -2,10 +2,10 @@
 
 A service is keyed by everything that decides what it would do with a run's calls: the
 resolved tracking URI, heta_eval's code version (`code_identity.code_version`: any edit of
-the package gives a new key, so a service started by older code is never used), the Python
-interpreter, and a digest of the environment variables MLflow and its artifact stores read
-(`MLFLOW_*`, cloud credentials, proxies: a run whose credentials differ gets its own
-service; their values are hashed, never written). Its directory is
+the package gives a new key, so a service started by older code is never used), MLflow's
+version, the Python interpreter, and a digest of the environment variables MLflow and its
+artifact stores read (`MLFLOW_*`, cloud credentials, proxies: a run whose credentials differ
+gets its own service; their values are hashed, never written). Its directory is
 `BASE/KEY/` (socket, lock, log), BASE being `$HETA_EVAL_SERVICE_DIR`, else
 `$XDG_RUNTIME_DIR/heta-eval`, else `/tmp/heta-eval-UID`; BASE and every KEY directory must be
 this user's, mode 0700 (a directory anyone else could write to is refused, not repaired).
@@ -88,8 +88,24 @@ def service_key(uri: str) -> str:
         for name, value in sorted(os.environ.items())
         if name.upper().startswith(ENV_PREFIXES) or name.upper() in ENV_NAMES
     }
-    material = {"uri": uri, "code": code_version(), "python": sys.executable, "env": env}
+    material = {
+        "uri": uri,
+        "code": code_version(),
+        "mlflow": _mlflow_version(),
+        "python": sys.executable,
+        "env": env,
+    }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _mlflow_version() -> str:
+    """The installed MLflow's version (an upgrade while a service runs: a new service)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("mlflow")
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def service_dir(uri: str) -> Path:
@@ -107,6 +123,8 @@ def service_dir(uri: str) -> Path:
 def connect(uri: str, idle_seconds: float) -> ServiceConnection:
     """A connection to the service for `uri`, started (detached, ending after
     `idle_seconds` without a run) if none answers."""
+    if not hasattr(socket, "AF_UNIX"):
+        raise ServiceUnavailable("this platform has no Unix sockets")
     directory = service_dir(uri)
     key = directory.name
     why = "it closed every connection"
