@@ -26,6 +26,7 @@ private to the user); a call's failure goes only to the run that made it.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heta_eval.config.secrets import scrub, secret_values
 from heta_eval.run.tracker_worker import Session
 
 MODULE = "heta_eval.run.tracking_service"
@@ -68,6 +70,25 @@ class _SocketChannel:
                     data = data[self._conn.send(data) :]
             except (OSError, ValueError):
                 self._conn = None
+
+
+class _Scrubbed(io.TextIOBase):
+    """The service's own output (its log) with the secret values of every spec it was given
+    masked (a tracking URI's password in one of MLflow's warnings)."""
+
+    def __init__(self, stream: Any, secrets: set[str]) -> None:
+        self._stream = stream
+        self._secrets = secrets
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text, self._secrets) if self._secrets else text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
 
 
 class _Route(logging.Handler):
@@ -102,6 +123,7 @@ class Service:
         self.calls = threading.Lock()  # one call at a time inside MLflow
         self.ready = threading.Event()  # MLflow imported
         self.route = _Route()
+        self.secrets: set[str] = set()  # of every spec received, masked in the log
         self._state = threading.Lock()
         self._open = 0
         self._last = time.monotonic()
@@ -152,6 +174,8 @@ class Service:
             session = Session(log_level)
             with conn.makefile("r", encoding="utf-8") as lines:
                 for line in lines:
+                    if '"init"' in line:
+                        self._remember_secrets(line)
                     with self.calls:
                         answer = session.answer(line)
                     channel.send(answer)
@@ -166,6 +190,12 @@ class Service:
             with self._state:
                 self._open -= 1
                 self._last = time.monotonic()
+
+    def _remember_secrets(self, line: str) -> None:
+        with contextlib.suppress(ValueError, AttributeError):
+            call = json.loads(line)
+            if call.get("op") == "init":
+                self.secrets |= secret_values(call.get("spec") or {})
 
     def wait_until_idle(self) -> None:
         """Return once no connection has been open for `idle_seconds` (then no new one is
@@ -206,6 +236,9 @@ def main(argv: list[str]) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return 3  # a live service serves this directory already
+    service = Service(directory, idle, key)
+    # Everything written to the log (ours, MLflow's handlers, warnings) passes the scrubber.
+    sys.stdout = sys.stderr = _Scrubbed(sys.__stderr__, service.secrets)
     logging.basicConfig(
         level=logging.WARNING,
         format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s",
@@ -213,7 +246,6 @@ def main(argv: list[str]) -> int:
     # The runs' records (at the level each asks for) go to them; the log keeps warnings.
     for handler in logging.getLogger().handlers:
         handler.setLevel(logging.WARNING)
-    service = Service(directory, idle, key)
     logging.getLogger().addHandler(service.route)
     service.bind()
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} service {os.getpid()} listening", flush=True)
