@@ -174,7 +174,7 @@ def test_the_service_exits_when_idle_and_removes_its_socket(tmp_path: Path, base
     (directory,) = [p for p in base.iterdir() if p.is_dir()]
     assert wait_for(lambda: pid not in service_pids(base), timeout=30)
     assert not (directory / SOCKET).exists()
-    assert "idle: exits" in (directory / "service.log").read_text()
+    assert "exits (idle" in (directory / "service.log").read_text()
 
 
 @pytest.mark.slow

@@ -261,7 +261,8 @@ def main(argv: list[str]) -> int:
     service.ready.set()
     service.wait_until_idle()
     service.close()
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} service {os.getpid()} idle: exits", flush=True)
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"{when} service {os.getpid()} exits (idle, or asked to stop)", flush=True)
     return 0
 
 
