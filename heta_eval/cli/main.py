@@ -198,10 +198,26 @@ def tracked_run_follows(argv: list[str]) -> bool:
     return True
 
 
+_SERVICE_OVERRIDES = {"tracking.service", "+tracking.service", "++tracking.service"}
+
+
+def tracking_service_asked(argv: list[str]) -> bool:
+    """Whether these arguments hand a single run's tracking to the tracking service
+    (`tracking.service=true`): no tracker worker of its own is started early then. A sweep
+    keeps its own worker (`run.sweep_workers`)."""
+    if {"-m", "--multirun"} & set(argv):
+        return False
+    for arg in argv:
+        name, _, value = arg.partition("=")
+        if name in _SERVICE_OVERRIDES and value.lower() in ("true", "yes", "on", "1"):
+            return True
+    return False
+
+
 def main() -> None:
     """Console entry point of `heta-eval`: the Hydra app, with every Hydra flag as Hydra
     defines it (`heta-eval-info` lists our options)."""
-    if tracked_run_follows(sys.argv[1:]):
+    if tracked_run_follows(sys.argv[1:]) and not tracking_service_asked(sys.argv[1:]):
         from heta_eval.run.tracker_worker import start_early
 
         # MLflow's import (two seconds) starts now, on another core, not once the

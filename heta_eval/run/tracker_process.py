@@ -64,6 +64,36 @@ def spawn_link() -> WorkerLink:
     return WorkerLink(early or tracker_worker.spawn(WORKER))
 
 
+def service_or_worker(uri: str, idle_seconds: float) -> WorkerLink:
+    """A connection to the tracking service for `uri` (`run.service_link`; started if none
+    runs); when none can be reached, a worker of this run's own, with a warning."""
+    from heta_eval.run import service_link
+
+    try:
+        connection = service_link.connect(uri, idle_seconds)
+    except (service_link.ServiceUnavailable, OSError) as exc:
+        log.warning(
+            "MLflow tracking service not reached (%s); this run tracks in a worker process of "
+            "its own",
+            exc,
+        )
+        return spawn_link()
+    tracker_worker.drop_early()  # a worker started before the configuration was known
+    return WorkerLink(connection)  # type: ignore[arg-type]  (a Popen's shape)
+
+
+PATH_FIELDS = ("state_dir", "path", "report_path")
+
+
+def absolute_paths(call: dict[str, Any]) -> dict[str, Any]:
+    """`call` with its file paths absolute in this process's working directory (the
+    tracking service, or a worker started earlier, may have another one)."""
+    fixed = {k: str(Path(v).absolute()) for k in PATH_FIELDS if isinstance(v := call.get(k), str)}
+    if isinstance(call.get("artifacts"), dict):
+        fixed["artifacts"] = {n: str(Path(p).absolute()) for n, p in call["artifacts"].items()}
+    return {**call, **fixed} if fixed else call
+
+
 class TrackerProcess:
     """The `Tracker` of a run whose `MlflowTracker` runs in a worker process.
 
@@ -83,6 +113,8 @@ class TrackerProcess:
         # working directory or MLFLOW_TRACKING_URI may have changed since).
         self._spec = {**spec, "root": str(local.root), "uri": local.uri}
         self._secrets = secret_values(spec)
+        self._service = bool(spec.get("service")) and local.uri is not None
+        self._idle = float(spec.get("service_idle_seconds") or 300.0)
         self._key = f"{next(_keys)}"
         self._link: WorkerLink | None = None
         self._shared = False
@@ -136,6 +168,9 @@ class TrackerProcess:
             if sweep_workers.enabled():
                 self._link = sweep_workers.tracker_link(spawn_link)
                 self._shared = True
+            elif self._service:
+                assert self.uri is not None
+                self._link = service_or_worker(self.uri, self._idle)
             else:
                 self._link = spawn_link()
         except OSError as exc:
@@ -330,7 +365,7 @@ class TrackerProcess:
     def _send(self, message: dict[str, Any]) -> None:
         if self._link is None:
             raise _WorkerGone("is not running")
-        future = self._link.send({**message, "tracker": self._key})
+        future = self._link.send({**absolute_paths(message), "tracker": self._key})
         self._waiting.append((str(message["op"]), future))
 
     def _detach(self, message: dict[str, Any]) -> Future[dict[str, Any]]:
@@ -338,7 +373,7 @@ class TrackerProcess:
         if self._link is None:
             raise _WorkerGone("is not running")
         self._drain()  # an earlier call's failure belongs to the job, which is still here
-        future = self._link.send({**message, "tracker": self._key})
+        future = self._link.send({**absolute_paths(message), "tracker": self._key})
         op, secrets = str(message["op"]), self._secrets
 
         def said(done: Future[dict[str, Any]]) -> None:
@@ -401,14 +436,19 @@ class TrackerProcess:
         link, self._link = self._link, None
         status = ""
         last: list[str] = []
+        what = "the MLflow tracking worker"
         if link is not None:
             sweep_workers.discard(link)
             link.kill()
             link.release()
-            status = f", exit status {link.worker.returncode}"
+            if isinstance(link.worker, subprocess.Popen):
+                status = f", exit status {link.worker.returncode}"
+            else:  # a connection to the tracking service
+                what = str(link.worker)
             last = [line for line in link.stderr if line.strip()][-3:]
         log.warning(
-            "the MLflow tracking worker %s%s%s; tracking goes on in this process",
+            "%s %s%s%s; tracking goes on in this process",
+            what,
             gone,
             status,
             (": " + " | ".join(last)) if last else "",

@@ -28,6 +28,7 @@ until it runs as the worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -78,6 +80,19 @@ def take_early() -> subprocess.Popen[str] | None:
                 stream.close()
         return None
     return worker
+
+
+def drop_early() -> None:
+    """Stop the worker `start_early` started, if any (the run is tracked elsewhere)."""
+    worker = take_early()
+    if worker is not None:
+        with contextlib.suppress(OSError):
+            worker.kill()
+        worker.wait()
+        for stream in (worker.stdin, worker.stdout, worker.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 class _Channel:
@@ -205,6 +220,58 @@ def _finish(tracker: Any, report: Any, call: dict[str, Any]) -> None:
     tracker.end(call["status"])
 
 
+class Session:
+    """The trackers of one caller (a run, or the runs of a sweep), by the `tracker` key of
+    its calls; `answer` turns one call line into its answer. Shared by this worker and the
+    tracking service (`run.tracking_service`), which keeps one session per connection."""
+
+    def __init__(self, log_level: Callable[[int], None]) -> None:
+        self._log_level = log_level  # called with the level an `init` asks for
+        self.trackers: dict[str, Any] = {}
+        self.kept: dict[str, dict[str, Any]] = {}
+        self.first = True
+        self.failed = False  # the first call failed: nothing more is served
+
+    def answer(self, line: str) -> dict[str, Any]:
+        """The answer to one call line (after it, a `"forget": true` call's tracker is
+        dropped); a failing first call sets `failed`."""
+        call: dict[str, Any] = {}
+        key = None
+        try:
+            call = json.loads(line)
+            key = str(call.get("tracker", ""))
+            if call["op"] == "init":
+                self._log_level(int(call.get("log_level", logging.INFO)))
+                from heta_eval.config.components import instantiate
+
+                tracker = instantiate(call["spec"])
+                tracker.connect()
+                self.trackers[key] = tracker
+                self.kept[key] = {}
+                value: Any = "ready"
+            else:
+                if call.get("parent_run_id") == PARENT_PLACEHOLDER:
+                    # A sweep job started before its parent's id came back: the parent was
+                    # opened here, by the call read before this one's.
+                    parent = self.trackers.get(SWEEP_KEY)
+                    call["parent_run_id"] = parent.run_id if parent is not None else None
+                value = _call(self.trackers[key], call, self.kept[key])
+        except Exception as exc:
+            if self.first:
+                self.failed = True
+                return {"error": _error(exc), "run_id": None}
+            tracker = self.trackers.get(key or "")
+            answer = _failure(exc, tracker.run_id if tracker is not None else None)
+        else:
+            answer = {"value": value, "run_id": self.trackers[key].run_id}
+        finally:
+            self.first = False
+            if call.get("forget"):  # the run's last call: its tracker is not needed any more
+                self.trackers.pop(key or "", None)
+                self.kept.pop(key or "", None)
+        return answer
+
+
 def main() -> int:
     """Serve the calls of one run, or of the runs of a sweep; 0 when the input closes, 1 when
     the first tracker cannot be created (the run's process then tracks in-process)."""
@@ -219,44 +286,17 @@ def main() -> int:
     except Exception as exc:
         channel.send({"error": _error(exc), "run_id": None})
         return 1
-    handler: _Forward | None = None
-    trackers: dict[str, Any] = {}  # by the `tracker` key of the calls
-    kept: dict[str, dict[str, Any]] = {}
-    first = True
-    for line in sys.stdin:
-        call: dict[str, Any] = {}
-        key = None
-        try:
-            call = json.loads(line)
-            key = str(call.get("tracker", ""))
-            if call["op"] == "init":
-                handler = _log_to(channel, int(call.get("log_level", logging.INFO)), handler)
-                from heta_eval.config.components import instantiate
+    handler: list[_Forward] = []
 
-                tracker = instantiate(call["spec"])
-                tracker.connect()
-                trackers[key] = tracker
-                kept[key] = {}
-                value: Any = "ready"
-            else:
-                if call.get("parent_run_id") == PARENT_PLACEHOLDER:
-                    # A sweep job started before its parent's id came back: the parent was
-                    # opened here, by the call read before this one's.
-                    parent = trackers.get(SWEEP_KEY)
-                    call["parent_run_id"] = parent.run_id if parent is not None else None
-                value = _call(trackers[key], call, kept[key])
-        except Exception as exc:
-            if first:
-                channel.send({"error": _error(exc), "run_id": None})
-                return 1
-            tracker = trackers.get(key or "")
-            channel.send(_failure(exc, tracker.run_id if tracker is not None else None))
-        else:
-            channel.send({"value": value, "run_id": trackers[key].run_id})
-        first = False
-        if call.get("forget"):  # the run's last call: its tracker is not needed any more
-            trackers.pop(key or "", None)
-            kept.pop(key or "", None)
+    def log_level(level: int) -> None:
+        handler[:] = [_log_to(channel, level, handler[0] if handler else None)]
+
+    session = Session(log_level)
+    for line in sys.stdin:
+        answer = session.answer(line)
+        channel.send(answer)
+        if session.failed:
+            return 1
     return 0
 
 

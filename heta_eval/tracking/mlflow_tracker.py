@@ -189,7 +189,10 @@ class MlflowTracker:
     the run goes on: everything the tracker would send is kept in the outbox under
     `{root}/tracking_outbox` (`outbox: true`), a warning names the sync command, and
     `heta-eval-sync` uploads it later. `http_*` bound MLflow's HTTP retries and timeouts
-    (null: MLflow's own, or its environment variables).
+    (null: MLflow's own, or its environment variables). `service` (with
+    `service_idle_seconds`) hands the run's tracking to the long-lived tracking service
+    instead of a worker process of its own (`heta_eval.run.service_link`); this class only
+    keeps them for the run's process to read.
     """
 
     def __init__(
@@ -204,7 +207,11 @@ class MlflowTracker:
         http_max_retries: int | None = 2,
         http_timeout_seconds: int | None = 10,
         http_backoff_factor: int | None = 1,
+        service: bool = False,
+        service_idle_seconds: float = 300.0,
     ) -> None:
+        self.service = service
+        self.service_idle_seconds = service_idle_seconds
         self.root = Path(root).expanduser().resolve()
         self.uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
         self.experiment = experiment

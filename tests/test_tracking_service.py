@@ -1,0 +1,325 @@
+"""The tracking service (heta_eval/run/tracking_service.py, run/service_link.py): real
+`heta-eval` runs with `tracking.service=true` start it, hand it their MLflow tracking and
+leave it running for the next run; it exits when idle; a killed service, a stale socket, a
+service of another key or a directory that is not private never lose a run's tracking."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from heta_eval.run import service_link
+from heta_eval.run.tracking_service import MODULE, SOCKET
+from heta_eval.tracking.mlflow_tracker import HTTP_SETTINGS, MlflowTracker
+
+from .reliability.processes import SLOW_INDEX, Finished, after_tracking, run_cli, start_cli
+
+SERVICE = ("tracking.service=true",)
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds services in /proc")
+
+
+def service_pids(base: Path) -> set[int]:
+    """The tracking service processes serving directories under `base` (from /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if (
+            state != "Z"
+            and MODULE.encode() in cmdline
+            and any(arg.startswith(os.fsencode(base)) for arg in cmdline)
+        ):
+            found.add(int(entry.name))
+    return found
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A private service directory short enough for a Unix socket path; the services the
+    test started are killed at its end."""
+    path = Path(tempfile.mkdtemp(prefix="hsvc-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        for pid in service_pids(path):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def cli(root: Path, cwd: Path, base: Path, *args: str, **env: str) -> Finished:
+    done = run_cli(root, cwd, "runner.progress=off", *args, HETA_EVAL_SERVICE_DIR=str(base), **env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def tracking_run(root: Path, report: Path) -> Run:
+    """The MLflow run of the report at `report` (its `tracking.run_id`)."""
+    run_id = json.loads(report.read_text())["run"]["tracking"]["run_id"]
+    return MlflowClient(f"sqlite:///{root / 'mlflow.db'}").get_run(run_id)
+
+
+def artifact_bytes(root: Path, run_id: str, name: str) -> bytes:
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    with tempfile.TemporaryDirectory() as out:
+        return Path(client.download_artifacts(run_id, name, out)).read_bytes()
+
+
+def comparable(run: Run) -> tuple[dict[str, str], set[str]]:
+    """A run's params (the service options aside) and metric names."""
+    params = {k: v for k, v in run.data.params.items() if not k.startswith("tracking.service")}
+    return params, set(run.data.metrics)
+
+
+@pytest.mark.slow
+def test_a_run_through_the_service_logs_what_a_worker_run_logs_and_the_next_run_reuses_it(
+    tmp_path: Path, base: Path
+) -> None:
+    root = tmp_path / "outputs"
+    secret = "sk-service-secret-7f3a"
+    # The same configuration tracked by its own worker, then twice through the service.
+    worker = cli(root, tmp_path, base, "runner.resume=false", f"+recipe.metadata.api_key={secret}")
+    assert service_pids(base) == set()
+    first = cli(
+        root, tmp_path, base, "runner.resume=false", f"+recipe.metadata.api_key={secret}", *SERVICE
+    )
+    (pid,) = service_pids(base)
+    # The second run imports no MLflow in its process (-X importtime's list).
+    second = cli(
+        root,
+        tmp_path,
+        base,
+        "runner.resume=false",
+        f"+recipe.metadata.api_key={secret}",
+        *SERVICE,
+        PYTHONPROFILEIMPORTTIME="1",
+    )
+    assert service_pids(base) == {pid}, "the second run did not reuse the running service"
+    imported = [line for line in second.stderr.splitlines() if line.startswith("import time:")]
+    assert imported, second.stderr[-2000:]
+    modules = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in imported}
+    assert "heta_eval" in modules and not modules & {"mlflow", "sqlalchemy", "alembic"}
+
+    reference = tracking_run(root, worker.report_path)
+    for done in (first, second):
+        run = tracking_run(root, done.report_path)
+        assert run.info.status == "FINISHED"
+        assert run.data.params["tracking.service"] == "true"
+        assert comparable(run) == comparable(reference)
+        # Scores are the same; latencies and build times are this run's own.
+        for name, value in reference.data.metrics.items():
+            if "latency" not in name and "seconds" not in name and not name.startswith("cache."):
+                assert run.data.metrics[name] == value, name
+        # The report artifact is the run's report.json, byte for byte.
+        logged = artifact_bytes(root, run.info.run_id, "report.json")
+        assert logged == done.report_path.read_bytes()
+        names = {
+            a.path
+            for a in MlflowClient(f"sqlite:///{root / 'mlflow.db'}").list_artifacts(run.info.run_id)
+        }
+        ref_names = {
+            a.path
+            for a in MlflowClient(f"sqlite:///{root / 'mlflow.db'}").list_artifacts(
+                reference.info.run_id
+            )
+        }
+        assert names == ref_names
+    # The secret is masked in what the service logged, and its own log does not hold it.
+    for done in (first, second):
+        run = tracking_run(root, done.report_path)
+        assert run.data.params["recipe.metadata.api_key"] == "***"
+        assert secret not in json.dumps([run.data.params, run.data.tags])
+        assert secret not in done.stdout + done.stderr
+    # The service's directory and socket are this user's alone.
+    (directory,) = [p for p in base.iterdir() if p.is_dir()]
+    assert secret not in (directory / "service.log").read_text()
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE((directory / SOCKET).stat().st_mode) == 0o600
+
+
+@pytest.mark.slow
+def test_the_service_exits_when_idle_and_removes_its_socket(tmp_path: Path, base: Path) -> None:
+    root = tmp_path / "outputs"
+    cli(root, tmp_path, base, *SERVICE, "tracking.service_idle_seconds=1")
+    (pid,) = service_pids(base)
+    (directory,) = [p for p in base.iterdir() if p.is_dir()]
+    assert wait_for(lambda: pid not in service_pids(base), timeout=30)
+    assert not (directory / SOCKET).exists()
+    assert "exits (idle" in (directory / "service.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_killed_service_leaves_a_stale_socket_and_the_next_run_starts_a_new_one(
+    tmp_path: Path, base: Path
+) -> None:
+    root = tmp_path / "outputs"
+    cli(root, tmp_path, base, *SERVICE)
+    (pid,) = service_pids(base)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not service_pids(base))
+    (directory,) = [p for p in base.iterdir() if p.is_dir()]
+    assert (directory / SOCKET).exists()  # stale: nobody listens
+    done = cli(root, tmp_path, base, *SERVICE, "runner.resume=false")
+    (new,) = service_pids(base)
+    assert new != pid
+    assert "not reached" not in done.stdout + done.stderr  # a new service, not the fallback
+    run = tracking_run(root, done.report_path)
+    assert run.info.status == "FINISHED" and "ndcg_at_10" in run.data.metrics
+
+
+@pytest.mark.slow
+def test_a_service_killed_mid_run_fails_over_and_the_run_is_complete(
+    tmp_path: Path, base: Path
+) -> None:
+    root = tmp_path / "outputs"
+    args = (
+        "runner.progress=off",
+        "benchmark=sample_units",
+        SLOW_INDEX,
+        "+recipe.indexes.bm25.seconds=0.05",
+        "runner.max_concurrent_queries=1",
+        after_tracking(root),
+        *SERVICE,
+    )
+    run = start_cli(root, tmp_path, *args, HETA_EVAL_SERVICE_DIR=str(base))
+    # The tracking run exists (the service saved it): the evaluation is under way.
+    assert wait_for(lambda: list((root / "state").glob("*/tracking.json")), timeout=120)
+    (pid,) = service_pids(base)
+    os.kill(pid, signal.SIGKILL)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-3000:]
+    assert "tracking goes on in this process" in out + err and "tracking service" in out + err
+    report = Path(next(x for x in out.splitlines() if x.startswith("report: ")).split(": ", 1)[1])
+    tracked = tracking_run(root, report)
+    assert tracked.info.status == "FINISHED" and "bm25.ndcg_at_10" in tracked.data.metrics
+    logged = artifact_bytes(root, tracked.info.run_id, "report.json")
+    assert logged == report.read_bytes()
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_hand_their_tracking_to_one_service(tmp_path: Path, base: Path) -> None:
+    root = tmp_path / "outputs"
+    results = {}
+
+    def one(top_k: int) -> None:
+        results[top_k] = run_cli(
+            root,
+            tmp_path,
+            "runner.progress=off",
+            f"runner.top_k={top_k}",
+            *SERVICE,
+            HETA_EVAL_SERVICE_DIR=str(base),
+        )
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in (5, 10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(service_pids(base)) == 1  # the second run waited for the first one's start
+    for top_k, done in results.items():
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "not reached" not in done.stdout + done.stderr
+        run = tracking_run(root, done.report_path)
+        assert run.info.status == "FINISHED"
+        assert run.data.params["eval.top_k"] == str(top_k)
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_its_own_tracker_worker(tmp_path: Path, base: Path) -> None:
+    root = tmp_path / "outputs"
+    done = cli(root, tmp_path, base, "-m", "runner.top_k=5,10", *SERVICE)
+    assert service_pids(base) == set() and not any(base.iterdir())
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    runs = client.search_runs(["1"])
+    assert sum(r.info.status == "FINISHED" for r in runs) == 3, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_directory_others_may_enter_is_refused_and_the_run_tracks_in_its_own_worker(
+    tmp_path: Path, base: Path
+) -> None:
+    shared = base / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    root = tmp_path / "outputs"
+    done = cli(root, tmp_path, shared, *SERVICE)
+    assert "MLflow tracking service not reached" in done.stdout + done.stderr
+    assert "not a private directory" in done.stdout + done.stderr
+    assert service_pids(base) == set()
+    run = tracking_run(root, done.report_path)
+    assert run.info.status == "FINISHED" and "bm25.ndcg_at_10" in run.data.metrics
+
+
+@pytest.mark.slow
+def test_a_service_of_another_key_is_not_used(tmp_path: Path, base: Path) -> None:
+    root = tmp_path / "outputs"
+    env = {"HETA_EVAL_SERVICE_DIR": str(base)}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        for name in [n for n in os.environ if n.startswith("MLFLOW_")]:
+            patch.delenv(name)
+        for name in HTTP_SETTINGS.values():
+            patch.setenv(name, "")  # restored at the end; the tracker sets them as a run's does
+        tracker = MlflowTracker(root=root)
+        directory = service_link.service_dir(tracker.uri)
+    # A service answering in this key's directory for another key (an older code's).
+    (directory / "key").write_text("another-key\n")
+    other = subprocess.Popen(
+        [sys.executable, "-m", MODULE, str(directory), "60"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert wait_for(lambda: (directory / SOCKET).exists())
+        done = cli(root, tmp_path, base, *SERVICE)
+        assert "is not for this key" in done.stdout + done.stderr, done.stderr[-2000:]
+        run = tracking_run(root, done.report_path)
+        assert run.info.status == "FINISHED" and "bm25.ndcg_at_10" in run.data.metrics
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_the_key_follows_the_store_and_mlflow_settings_without_holding_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
+    first = service_link.service_key("sqlite:////tmp/a/mlflow.db")
+    assert first == service_link.service_key("sqlite:////tmp/a/mlflow.db")
+    assert first != service_link.service_key("sqlite:////tmp/b/mlflow.db")
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "s3cret-token-value")
+    with_token = service_link.service_key("sqlite:////tmp/a/mlflow.db")
+    assert with_token != first and "s3cret" not in with_token
