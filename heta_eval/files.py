@@ -5,10 +5,12 @@ each is opened up to what `open()` would have created, for caches shared between
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 TEMP_NAME_CHARS = 64
@@ -72,3 +74,17 @@ def copy_atomically(source: Path, target: Path) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+def flock_within(fd: int, timeout: float, poll_seconds: float = 0.05) -> bool:
+    """Take an exclusive `flock` on `fd`, trying every `poll_seconds` for at most `timeout`
+    seconds; False if another process still holds it then (a blocking `flock` cannot time out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_seconds)

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heta_eval.files import flock_within
 from heta_eval.run.tracking_service import KEY_FILE, LOG, MODULE, SOCKET
 
 DIR_ENV = "HETA_EVAL_SERVICE_DIR"
@@ -158,22 +159,12 @@ def _dial(directory: Path) -> socket.socket | None:
 
 def _start(directory: Path, idle_seconds: float) -> socket.socket:
     """Start the service (unless another run just did) and connect to it."""
-    import fcntl
-
     start_lock = os.open(directory / "start.lock", os.O_RDWR | os.O_CREAT, 0o600)
     with open(start_lock, "a", encoding="utf-8") as lock:
-        deadline = time.monotonic() + LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise ServiceUnavailable(
-                        f"another run has been starting the service in {directory} for "
-                        f"{LOCK_TIMEOUT:.0f} s"
-                    ) from None
-                time.sleep(0.02)
+        if not flock_within(lock.fileno(), LOCK_TIMEOUT, poll_seconds=0.02):
+            raise ServiceUnavailable(
+                f"another run has been starting the service in {directory} for {LOCK_TIMEOUT:.0f} s"
+            )
         conn = _dial(directory)  # started by the run that held the lock
         if conn is not None:
             return conn

@@ -17,7 +17,6 @@ Two things go wrong there without care, and both are handled here:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import random
@@ -25,6 +24,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from heta_eval.files import flock_within
 
 log = logging.getLogger(__name__)
 
@@ -57,18 +58,11 @@ def schema_lock(database: Path, timeout: float = LOCK_WAIT_SECONDS) -> Iterator[
     database.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(
-                        f"could not lock {database}.lock within {timeout:g}s to open the "
-                        "MLflow store (another process holds it)"
-                    ) from None
-                time.sleep(0.05)
+        if not flock_within(fd, timeout):
+            raise TimeoutError(
+                f"could not lock {database}.lock within {timeout:g}s to open the "
+                "MLflow store (another process holds it)"
+            )
         yield
     finally:
         os.close(fd)  # releases the lock
