@@ -27,7 +27,14 @@ from heta_eval.run import service_link
 from heta_eval.run.tracking_service import MODULE, SOCKET
 from heta_eval.tracking.mlflow_tracker import HTTP_SETTINGS, MlflowTracker
 
-from .reliability.processes import SLOW_INDEX, Finished, after_tracking, run_cli, start_cli
+from .reliability.processes import (
+    SLOW_INDEX,
+    Finished,
+    after_tracking,
+    proc_entries,
+    run_cli,
+    start_cli,
+)
 
 SERVICE = ("tracking.service=true",)
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds services in /proc")
@@ -35,22 +42,13 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds servic
 
 def service_pids(base: Path) -> set[int]:
     """The tracking service processes serving directories under `base` (from /proc)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if (
-            state != "Z"
-            and MODULE.encode() in cmdline
-            and any(arg.startswith(os.fsencode(base)) for arg in cmdline)
-        ):
-            found.add(int(entry.name))
-    return found
+    return {
+        proc.pid
+        for proc in proc_entries()
+        if proc.state != "Z"
+        and MODULE.encode() in proc.argv
+        and any(arg.startswith(os.fsencode(base)) for arg in proc.argv)
+    }
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:

@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..conftest import REPO, user_env
 
@@ -177,19 +178,34 @@ def verify_cache(cache_dir: Path) -> tuple[int, int]:
     return entries, responses
 
 
-def tracker_workers(pid: int) -> set[int]:
-    """The MLflow tracker worker processes whose parent is `pid` (read from /proc)."""
-    from heta_eval.run.tracker_worker import MODULE
+class ProcEntry(NamedTuple):
+    """One process as /proc shows it: its pid, argv, state letter and parent's pid."""
 
-    found = set()
+    pid: int
+    argv: list[bytes]
+    state: str
+    ppid: int
+
+
+def proc_entries() -> Iterator[ProcEntry]:
+    """Every process /proc lists, skipping those that end while they are read."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            yield ProcEntry(int(entry.name), argv, fields[0], int(fields[1]))
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == pid and MODULE.encode() in cmdline:
-            found.add(int(entry.name))
-    return found
+
+
+def tracker_workers(pid: int) -> set[int]:
+    """The MLflow tracker worker processes whose parent is `pid` (read from /proc)."""
+    from heta_eval.run.tracker_worker import MODULE
+
+    return {
+        proc.pid
+        for proc in proc_entries()
+        if proc.ppid == pid and MODULE.encode() in b" ".join(proc.argv)
+    }

@@ -19,7 +19,7 @@ from heta_eval import EvaluationReport
 from heta_eval.run.process_alive import process_gone
 
 from .conftest import mlflow_runs
-from .processes import SLOW_INDEX, after_tracking, cli_env, run_cli
+from .processes import SLOW_INDEX, after_tracking, cli_env, proc_entries, run_cli
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 
@@ -59,15 +59,7 @@ def _journaled(root: Path, victim: subprocess.Popen[str], lines: int) -> None:
 
 def _children(pid: int) -> set[int]:
     """Every live descendant of `pid` (read from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] != "Z":
-                parents[int(entry.name)] = int(fields[1])
+    parents = {proc.pid: proc.ppid for proc in proc_entries() if proc.state != "Z"}
     found, frontier = set(), {pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier}
