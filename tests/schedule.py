@@ -7,9 +7,10 @@ them alone). Longest first, the two workers finish together: the short modules f
 
 HEAVIEST lists the modules that take the longest, longest first (measured on the whole
 suite: `pytest --junitxml=suite.xml`, then `python benchmarks/suite_durations.py suite.xml`
-prints them in this order; the tuple below is the mean of two such runs, 2026-12-02, since
-one run on a loaded machine can be off by half for a module); every other module follows,
-in collection order. A missing or renamed module here only costs time, never a test.
+prints them in this order; the tuple below is the mean of two such runs, 2026-12-03, since
+one run on a loaded machine can be off by half for a module; test_team_auth from a run of that
+module alone after its server began to remember logins); every other module follows, in
+collection order. A missing or renamed module here only costs time, never a test.
 """
 
 from __future__ import annotations
@@ -17,38 +18,40 @@ from __future__ import annotations
 import pytest
 
 HEAVIEST = (
-    "tests/test_sweeps.py",
-    "tests/reliability/test_team_auth.py",
     "tests/test_suites.py",
-    "tests/reliability/test_kill_resume.py",
-    "tests/test_ray.py",
     "tests/test_docs_commands.py",
-    "tests/reliability/test_run_identity.py",
-    "tests/test_team_tracking.py",
+    "tests/test_ray.py",
+    "tests/test_sweeps.py",
+    "tests/test_mlflow_views.py",
+    "tests/test_heta_bridge.py",
+    "tests/test_dense.py",
     "tests/reliability/test_tracking_outage.py",
-    "tests/test_ui_views.py",
+    "tests/test_shards.py",
+    "tests/test_tuning.py",
+    "tests/reliability/test_run_identity.py",
+    "tests/test_mlflow_ui_screens.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/test_team_tracking.py",
+    "tests/reliability/test_kill_resume.py",
     "tests/test_compare_runs.py",
     "tests/reliability/test_bad_data.py",
-    "tests/test_heta_bridge.py",
-    "tests/test_shards.py",
-    "tests/test_mlflow_views.py",
-    "tests/test_sweep_workers.py",
-    "tests/reliability/test_concurrency.py",
-    "tests/test_dense.py",
-    "tests/test_tuning.py",
-    "tests/test_mlflow_ui_screens.py",
-    "tests/reliability/test_bad_config.py",
-    "tests/reliability/test_checked_up_front.py",
-    "tests/test_resume.py",
-    "tests/test_uda_subsets.py",
-    "tests/reliability/test_signals.py",
-    "tests/test_cli.py",
-    "tests/test_info.py",
     "tests/test_replay.py",
-    "tests/reliability/test_fresh_store.py",
+    "tests/test_ui_views.py",
+    "tests/test_tracking_service.py",
+    "tests/test_resume.py",
+    "tests/reliability/test_team_auth.py",
+    "tests/test_sweep_workers.py",
+    "tests/reliability/test_checked_up_front.py",
+    "tests/reliability/test_bad_config.py",
+    "tests/test_uda_subsets.py",
+    "tests/test_info.py",
+    "tests/test_cli.py",
     "tests/test_uda.py",
+    "tests/reliability/test_signals.py",
+    "tests/reliability/test_fresh_store.py",
     "tests/reliability/test_wrong_numbers.py",
-    "tests/reliability/test_judge_outage.py",
+    "tests/test_sweep_loads.py",
+    "tests/reliability/test_readers_give_up.py",
 )
 RANK = {module: rank for rank, module in enumerate(HEAVIEST)}
 
