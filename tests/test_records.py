@@ -279,8 +279,7 @@ def test_the_tracker_gets_the_retrieved_items_its_case_table_shows() -> None:
     # Chunks of the same documents repeat: the table shows the first five distinct ones.
     documents = ["a", "a", "b", "c", "b", "d", "e", "e", "f", "g"]
     items = tuple(
-        RetrievedItem(id=f"{d}#{i}", score=10.0 - i, document_id=d)
-        for i, d in enumerate(documents)
+        RetrievedItem(id=f"{d}#{i}", score=10.0 - i, document_id=d) for i, d in enumerate(documents)
     )
     report = _report_with(items)
     sent = report_for_logging(report)
