@@ -20,6 +20,7 @@ from heta_eval.records import (
     EvaluationCaseResult,
     EvaluationReport,
     EvaluationScore,
+    RetrievedItem,
     RunFacts,
     ScoreAggregate,
     StoredDocumentKeys,
@@ -228,6 +229,66 @@ def test_a_report_that_listed_every_document_key_is_read(tmp_path: Path) -> None
     path.write_text(json.dumps(old), encoding="utf-8")
     assert EvaluationReport.read_json(path).run.document_key("kelp") == listed["kelp"]
     assert EvaluationReport.read_json(report.write_json(path)) == report
+
+
+def _report_with(items: tuple[RetrievedItem, ...], **fields: object) -> EvaluationReport:
+    now = datetime.now(UTC)
+    result = EvaluationCaseResult(
+        case_id="c1", unit_id="u", query_mode="bm25", query="q", retrieved=items
+    )
+    keys = StoredDocumentKeys(prefix="raw/benchmarks/b/test/", name_suffix=".txt", stored=2)
+    return EvaluationReport(
+        report_id="r1",
+        benchmark=MANIFEST,
+        knowledge_base_name="kb",
+        knowledge_base_manifests=(),
+        recipe_manifest={"name": "bm25"},
+        query_modes=("bm25",),
+        score_summary={},
+        case_results=(result,),
+        started_at=now,
+        finished_at=now,
+        run=RunFacts(
+            top_k=10,
+            cases={"total": 1, "evaluated": 1, "failed": 0, "scored": 1},
+            document_keys=keys,
+        ),
+        **fields,
+    )
+
+
+def test_a_retrieved_key_left_out_is_the_one_the_layout_gives(tmp_path: Path) -> None:
+    derived = RetrievedItem(id="kelp#0", score=1.0, document_id="kelp")
+    own = RetrievedItem(id="x#0", score=0.5, document_id="x", source_key="elsewhere/x.pdf")
+    report = _report_with((derived, own))
+    assert report.schema_version == "4"
+    read = EvaluationReport.read_json(report.write_json(tmp_path / "report.json"))
+    first, second = read.case_results[0].retrieved
+    assert read.source_key(first) == "raw/benchmarks/b/test/kelp/kelp.txt"
+    assert read.source_key(second) == "elsewhere/x.pdf"
+    # Schema 3 and older kept every item's key: one without a key has none to give back.
+    old = _report_with((derived, own), schema_version="3")
+    read = EvaluationReport.read_json(old.write_json(tmp_path / "old.json"))
+    assert read.source_key(read.case_results[0].retrieved[0]) is None
+    assert read.source_key(read.case_results[0].retrieved[1]) == "elsewhere/x.pdf"
+
+
+def test_the_tracker_gets_the_retrieved_items_its_case_table_shows() -> None:
+    from heta_eval.tracking.mlflow_tracker import TOP_DOCUMENTS, case_table, report_for_logging
+
+    # Chunks of the same documents repeat: the table shows the first five distinct ones.
+    documents = ["a", "a", "b", "c", "b", "d", "e", "e", "f", "g"]
+    items = tuple(
+        RetrievedItem(id=f"{d}#{i}", score=10.0 - i, document_id=d) for i, d in enumerate(documents)
+    )
+    report = _report_with(items)
+    sent = report_for_logging(report)
+    assert len({i.document_id for i in sent.case_results[0].retrieved}) == TOP_DOCUMENTS == 5
+    assert sent.case_results[0].retrieved == items[:8]
+    assert case_table(sent) == case_table(report)
+    assert sent.model_copy(update={"case_results": report.case_results}) == report
+    few = _report_with(items[:3])
+    assert report_for_logging(few).case_results[0] is few.case_results[0]
 
 
 def test_expected_answers_default_to_empty() -> None:

@@ -19,9 +19,12 @@ from heta_eval.records import (
     BenchmarkDocument,
     BenchmarkRunUnit,
     KnowledgeBaseManifest,
+    QueryResponse,
+    QueryResult,
+    SourceRef,
 )
 from heta_eval.run.runner import _without_unit_keys
-from heta_eval.run.units import UnitPlan
+from heta_eval.run.units import UnitPlan, retrieved_items
 
 from .conftest import load_recipe
 from .faulty_components import ScoreFailsForCase
@@ -84,12 +87,31 @@ def test_corpus_shape_builds_one_kb_and_writes_the_report(
     assert len(keys) == 36 and sorted(store.list("raw/")) == sorted(keys.values())
     for result in report.case_results:
         assert result.latency_seconds is not None and result.latency_seconds >= 0
-        assert all(r.source_key == keys[r.document_id] for r in result.retrieved)
+        # Each retrieved item's key is left out (schema 4): the report's layout gives it.
+        assert all(r.source_key is None for r in result.retrieved)
+        assert all(report.source_key(r) == keys[r.document_id] for r in result.retrieved)
     # The knowledge base's sources are those documents: the report does not list them again.
     (manifest,) = report.knowledge_base_manifests
     assert not manifest.sources_listed and manifest.source_keys == ()
     assert manifest.counts["sources"] == 36
     assert report.recipe_manifest["name"] == "bm25" and report.finished_at >= report.started_at
+
+
+def test_retrieved_items_keep_only_the_keys_the_layout_does_not_give() -> None:
+    def hit(document: str, key: str) -> QueryResult:
+        source = SourceRef(source_key=key, document_id=document)
+        return QueryResult(id=f"{document}#0", text="t", score=1.0, source=source)
+
+    response = QueryResponse(
+        query="q", mode="bm25", results=(hit("a", "raw/p/a/a.txt"), hit("b", "raw/p/b/scan.pdf"))
+    )
+    items = retrieved_items(response, ("raw/p/", ".txt"))
+    assert [i["source_key"] for i in items] == [None, "raw/p/b/scan.pdf"]
+    # Without a layout (documents named every which way), every item keeps its key.
+    assert [i["source_key"] for i in retrieved_items(response)] == [
+        "raw/p/a/a.txt",
+        "raw/p/b/scan.pdf",
+    ]
 
 
 def test_units_shape_builds_one_kb_per_unit_with_its_own_cases(

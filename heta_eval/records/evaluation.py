@@ -19,7 +19,11 @@ from heta_eval.records.query import KnowledgeBaseManifest
 from heta_eval.records.run import RunFacts
 
 # 3: `run.document_keys` is the key layout and its exceptions, not every key (2 is read as 3).
-REPORT_SCHEMA_VERSION = "3"
+# 4: a retrieved item's `source_key` is left out (None) when it is the key the run's
+# document key layout gives its document (`EvaluationReport.source_key` gives it back);
+# reports of schema 1-3 keep every item's key and read as they are.
+REPORT_SCHEMA_VERSION = "4"
+_KEYS_IN_EVERY_ITEM = frozenset({"1", "2", "3"})  # schemas whose items left out no key
 
 
 class EvaluationScore(Record):
@@ -60,7 +64,12 @@ class RetrievedItem(Record):
     score: float
     document_id: str
     chunk_id: str | None = None
-    source_key: str | None = None
+    source_key: str | None = Field(
+        default=None,
+        description="the object-store key the item came from; None (schema 4) when it is "
+        "the key the run's layout gives `document_id` (`run.document_keys.layout_key`), "
+        "which `EvaluationReport.source_key(item)` gives back",
+    )
     page_index: int | None = None
     # Where the chunk's text lies in its document's parsed text (exported predictions
     # carry them, so that a replay can cut the same text).
@@ -176,6 +185,7 @@ class EvaluationReport(Record):
         if not isinstance(data, dict) or "run" in data or "metadata" not in data:
             return data
         data = dict(data)
+        data.setdefault("schema_version", "1")
         old = dict(data.pop("metadata") or {})
         units = [dict(u) for u in old.get("run_units") or []]
         cases = old.get("cases") or {}
@@ -212,6 +222,13 @@ class EvaluationReport(Record):
         if chosen in self.query_modes:
             return str(chosen)
         return self.query_modes[-1] if self.query_modes else None
+
+    def source_key(self, item: RetrievedItem) -> str | None:
+        """Where a retrieved item of this report came from: its own `source_key`, or, when
+        that was left out because the run's key layout gives it (schema 4), that key."""
+        if item.source_key is not None or self.schema_version in _KEYS_IN_EVERY_ITEM:
+            return item.source_key
+        return self.run.document_keys.layout_key(item.document_id)
 
     @property
     def failed_cases(self) -> tuple[EvaluationCaseResult, ...]:

@@ -84,7 +84,7 @@ class KnowledgeBaseManifest(Record):
         description="False in a report whose `source_keys` were left out because they are "
         "the keys of the unit's stored documents in the benchmark's order (the report's "
         "`run.document_key(id)` gives each): at a million documents the list was 70 MB of "
-        "the report. The build cache and the journal keep the list.",
+        "the report. The build cache keeps the list; the journal keeps what the report keeps.",
     )
     steps: tuple[BuildStep, ...]
     counts: dict[str, int] = Field(default_factory=dict)

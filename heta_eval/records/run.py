@@ -122,6 +122,14 @@ class StoredDocumentKeys(Record):
         }
         return cls(prefix=prefix, name_suffix=suffix, stored=len(keys), exceptions=exceptions)
 
+    def layout_key(self, document_id: str) -> str | None:
+        """The key the layout gives `document_id` (`{prefix}{id}/{id}{name_suffix}`), an
+        exception or not; None without a layout. What a case result's retrieved item whose
+        `source_key` was left out (schema 4) came from."""
+        if self.name_suffix is None:
+            return None
+        return f"{self.prefix}{document_id}/{document_id}{self.name_suffix}"
+
     def key(self, document_id: str) -> str | None:
         """The key of a document the run stored (None: a report that listed every key
         and not this one). For an id the run did not store, the key it would have had."""

@@ -35,7 +35,7 @@ def _expected(result: EvaluationCaseResult) -> str:
     return "<br>".join(lines)
 
 
-def _retrieved(result: EvaluationCaseResult) -> str:
+def _retrieved(report: EvaluationReport, result: EvaluationCaseResult) -> str:
     if result.error is not None:
         return f"<b>{_e(result.error.stage)} error</b> {_e(result.error.error_type)}: " + _e(
             _cut(result.error.message, 300)
@@ -52,8 +52,9 @@ def _retrieved(result: EvaluationCaseResult) -> str:
         where = [f"chunk {chunk}" if chunk else ""]
         if item.page_index is not None:
             where.append(f"page {item.page_index + 1}")
-        if item.source_key:
-            where.append(item.source_key)
+        key = report.source_key(item)  # left out of the item when the key layout gives it
+        if key:
+            where.append(key)
         mark = '<span class="hit" title="named by the evidence">✓ </span>' if hit else ""
         items.append(
             f"<li>{mark}<b>{_e(item.document_id)}</b> <span class='muted'>score "
@@ -64,7 +65,9 @@ def _retrieved(result: EvaluationCaseResult) -> str:
     return f'<ol class="retrieved">{"".join(items)}</ol>{tail}'
 
 
-def _case_row(rank: int, value: float, result: EvaluationCaseResult) -> str:
+def _case_row(
+    report: EvaluationReport, rank: int, value: float, result: EvaluationCaseResult
+) -> str:
     labels = ", ".join(f"{k}={v}" for k, v in result.labels.items())
     answer = f"<br><b>answer given:</b> {_e(_cut(result.answer, 300))}" if result.answer else ""
     return (
@@ -73,7 +76,7 @@ def _case_row(rank: int, value: float, result: EvaluationCaseResult) -> str:
         f"{'<br>' + _e(labels) if labels else ''}</span></td>"
         f"<td class='query'>{_e(_cut(result.query))}{answer}</td>"
         f"<td class='text'>{_expected(result)}</td>"
-        f"<td class='retrieved'>{_retrieved(result)}</td></tr>"
+        f"<td class='retrieved'>{_retrieved(report, result)}</td></tr>"
     )
 
 
@@ -92,7 +95,7 @@ def worst_cases_section(report: EvaluationReport, metrics: list[str]) -> str:
                     f"{max(values):.4f}.</p>"
                 )
             continue
-        rows = "".join(_case_row(n, v, r) for n, (v, r) in enumerate(worst, 1))
+        rows = "".join(_case_row(report, n, v, r) for n, (v, r) in enumerate(worst, 1))
         parts.append(
             f"<details{opened}><summary>{_e(metric)} · {len(worst)} lowest</summary>"
             '<div class="scroll"><table><thead><tr><th>#</th><th>value</th><th>case</th>'

@@ -139,9 +139,6 @@ class CaseJournal:
         self._last = digest
         return ok
 
-    def _write(self, lines: Iterable[dict]) -> None:
-        self._write_lines(json.dumps(line) for line in lines)
-
     def _write_lines(self, lines: Iterable[str]) -> None:
         try:
             if self._handle is None:
@@ -169,8 +166,11 @@ class CaseJournal:
 
     def record_unit(self, unit_id: str, manifest: KnowledgeBaseManifest) -> None:
         """Append the manifest of a built unit."""
-        self._write(
-            [{"kind": "unit", "unit_id": unit_id, "manifest": manifest.model_dump(mode="json")}]
+        self._write_lines(
+            [
+                f'{{"kind": "unit", "unit_id": {json.dumps(unit_id)}, '
+                f'"manifest": {manifest.model_dump_json()}}}'
+            ]
         )
 
     def close(self) -> None:

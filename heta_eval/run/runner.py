@@ -201,8 +201,12 @@ class BenchmarkRunner:
         check_shard_settings(settings, recipe)
         self.top_k = resolve_top_k(settings, benchmark)
 
-    def unit_evaluator(self) -> UnitEvaluator:
-        """The picklable part of this runner that evaluates single units."""
+    def unit_evaluator(self, document_keys: StoredDocumentKeys | None = None) -> UnitEvaluator:
+        """The picklable part of this runner that evaluates single units; with the run's
+        `document_keys`, its case results leave out the retrieved keys their layout gives."""
+        layout = None
+        if document_keys is not None and document_keys.name_suffix is not None:
+            layout = (document_keys.prefix, document_keys.name_suffix)
         return UnitEvaluator(
             recipe=self.recipe,
             evaluators=self.evaluators,
@@ -215,6 +219,7 @@ class BenchmarkRunner:
             ignore_identical_ids=bool(self.benchmark.ignore_identical_ids),
             shards=ShardPlan.of(self.settings),
             query_batch_size=self.settings.query_batch_size,
+            key_layout=layout,
         )
 
     async def load(self) -> LoadedBenchmark:
@@ -280,16 +285,17 @@ class BenchmarkRunner:
         done: frozenset[CaseKey],
         units: StageHandle,
         written: ObjectStore | None = None,
+        document_keys: StoredDocumentKeys | None = None,
     ) -> list[UnitOutcome]:
-        evaluator = self.unit_evaluator()
+        evaluator = self.unit_evaluator(document_keys)
         journal = self.journal
+        by_unit = {plan.unit.unit_id: plan for plan in plans}
 
         def collect(outcome: UnitOutcome) -> None:
             """A Ray task's outcome, in the driver as it arrives."""
             if journal is not None:
                 journal.record_cases(outcome.results)
-                if outcome.manifest is not None:
-                    journal.record_unit(outcome.unit_id, outcome.manifest)
+            self._record_unit(outcome, by_unit[outcome.unit_id], keys)
             self.build_cache.stats.add(outcome.cache)
             units.advance()
 
@@ -298,14 +304,18 @@ class BenchmarkRunner:
             if self.settings.executor == "ray":
                 written = None  # the actors read the documents from the store
             with ray_for_shards(self.settings):
-                return await self._run_units_here(plans, keys, kb_name, done, units, written)
+                return await self._run_units_here(
+                    plans, keys, kb_name, done, units, written, document_keys
+                )
         if self.settings.executor == "ray":
             from heta_eval.run.ray_units import run_units_on_ray
 
             jobs = [(plan, unit_sources(plan, keys)) for plan in plans]
             return await run_units_on_ray(evaluator, jobs, kb_name, done, self.settings, collect)
         if self.settings.workers <= 1 or len(plans) <= 1:
-            return await self._run_units_here(plans, keys, kb_name, done, units, written)
+            return await self._run_units_here(
+                plans, keys, kb_name, done, units, written, document_keys
+            )
         # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
         loop = asyncio.get_running_loop()
         pool = ProcessPoolExecutor(
@@ -333,8 +343,7 @@ class BenchmarkRunner:
                 outcome = await future
                 if journal is not None:
                     journal.record_cases(outcome.results)
-                    if outcome.manifest is not None:
-                        journal.record_unit(outcome.unit_id, outcome.manifest)
+                self._record_unit(outcome, by_unit[outcome.unit_id], keys)
                 self.build_cache.stats.add(outcome.cache)
                 outcomes.append(outcome)
                 units.advance()
@@ -359,9 +368,10 @@ class BenchmarkRunner:
         done: frozenset[CaseKey],
         units: StageHandle,
         written: ObjectStore | None,
+        document_keys: StoredDocumentKeys | None = None,
     ) -> list[UnitOutcome]:
         """Evaluate the units one after another in this process."""
-        evaluator = self.unit_evaluator()
+        evaluator = self.unit_evaluator(document_keys)
         journal = self.journal
         if written is not None:  # in this process: builds read the bytes in memory
             evaluator = replace(evaluator, store=written)
@@ -375,11 +385,19 @@ class BenchmarkRunner:
                 on_result=(lambda r: journal.record_cases([r])) if journal else None,
                 progress=self.progress.scoped(plan.unit.unit_id, transient=len(plans) > 1),
             )
-            if journal is not None and outcome.manifest is not None:
-                journal.record_unit(outcome.unit_id, outcome.manifest)
+            self._record_unit(outcome, plan, keys)
             outcomes.append(outcome)
             units.advance()
         return outcomes
+
+    def _record_unit(self, outcome: UnitOutcome, plan: UnitPlan, keys: DocumentKeys) -> None:
+        """A unit's manifest as the report keeps it (without the source keys the run's key
+        layout gives, `_without_unit_keys`), in its outcome and the journal."""
+        if outcome.manifest is None:
+            return
+        outcome.manifest = _without_unit_keys(outcome.manifest, plan, keys)
+        if self.journal is not None:
+            self.journal.record_unit(outcome.unit_id, outcome.manifest)
 
     async def run(self) -> EvaluationReport:
         """Load the benchmark and evaluate the recipe (nothing is written but the documents to
@@ -422,6 +440,11 @@ class BenchmarkRunner:
                     contents, loaded.document_sha256, plans, writer
                 )
                 stage.advance(len(keys) + len(document_errors))
+                # The layout of the stored documents' keys: case results leave out the
+                # retrieved keys it gives, the report keeps it.
+                document_keys = StoredDocumentKeys.of(
+                    manifest.raw_key_prefix, {doc: key for doc, (key, _) in keys.items()}
+                )
             write_seconds = time.perf_counter() - clock
             kb_name = f"{manifest.name}-{self.recipe.name}"
             with self.progress.stage("units", len(plans), "units") as units:
@@ -432,6 +455,7 @@ class BenchmarkRunner:
                     frozenset(journaled),
                     units,
                     written=storage.written_store(contents, keys),
+                    document_keys=document_keys,
                 )
             for evaluator in self.evaluators:
                 # Evaluators holding connections (an LLM judge) release them with this run's
@@ -501,9 +525,7 @@ class BenchmarkRunner:
                 seed=self.settings.seed,
                 workers=self.settings.workers,
                 run_units=tuple(unit_rows),
-                document_keys=StoredDocumentKeys.of(
-                    manifest.raw_key_prefix, {doc: key for doc, (key, _) in keys.items()}
-                ),
+                document_keys=document_keys,
                 document_errors=document_errors,
                 cache=self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
                 resumed_cases=len(journaled),

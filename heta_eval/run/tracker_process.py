@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from heta_eval.config.secrets import scrub, secret_values
 from heta_eval.run import sweep_workers, tracker_worker
 from heta_eval.run.worker_link import WorkerGone, WorkerLink
-from heta_eval.tracking.mlflow_tracker import MlflowTracker
+from heta_eval.tracking.mlflow_tracker import MlflowTracker, report_for_logging
 
 if TYPE_CHECKING:
     from heta_eval.records import EvaluationReport
@@ -233,7 +233,7 @@ class TrackerProcess:
         if self._in_process:
             return
         try:
-            self._send({"op": "report", "report": report.model_dump_json()})
+            self._send({"op": "report", "report": report_for_logging(report).model_dump_json()})
             self._prepared = report
         except _WorkerGone as gone:
             self._fail_over(gone)
@@ -245,7 +245,7 @@ class TrackerProcess:
                 "artifacts": {name: str(path) for name, path in artifacts.items()},
             }
             if report is not self._prepared:
-                call["report"] = report.model_dump_json()
+                call["report"] = report_for_logging(report).model_dump_json()
             self._prepared = None
             try:
                 self._ask(call)

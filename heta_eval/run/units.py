@@ -40,6 +40,10 @@ from heta_eval.run.shards import ShardPlan
 log = logging.getLogger(__name__)
 
 
+KeyLayout = tuple[str, str]
+"""(prefix, name_suffix) of the run's document keys: `{prefix}{id}/{id}{name_suffix}`."""
+
+
 class Measured(NamedTuple):
     """A case's response with its latency and how that was measured: `batch_size` queries
     retrieved in one call, the latency their seconds over their number (1: alone)."""
@@ -78,24 +82,37 @@ def error_record(stage: str, exc: BaseException, evaluator: str | None = None) -
     )
 
 
-def retrieved_items(response: QueryResponse) -> list[dict[str, Any]]:
+def retrieved_items(
+    response: QueryResponse, key_layout: KeyLayout | None = None
+) -> list[dict[str, Any]]:
     """The compact form of a response's results kept in a case result (`RetrievedItem`).
 
-    Plain dicts, validated into RetrievedItem records by the case result in one call.
+    Plain dicts, validated into RetrievedItem records by the case result in one call. An
+    item's `source_key` is left out (None) when it is the key `key_layout` (the run's
+    document key layout) gives its document: the report's `run.document_keys` gives it
+    back, and at 100 items a case it was a third of every case result's JSON.
     """
-    return [
-        {
-            "id": r.id,
-            "score": r.score,
-            "document_id": r.source.document_id,
-            "chunk_id": r.source.chunk_id,
-            "source_key": r.source.source_key,
-            "page_index": r.source.page_index,
-            "start_char": r.source.start_char,
-            "end_char": r.source.end_char,
-        }
-        for r in response.results
-    ]
+    prefix, suffix = key_layout if key_layout is not None else ("", None)
+    items = []
+    for r in response.results:
+        source = r.source
+        key: str | None = source.source_key
+        document = source.document_id
+        if suffix is not None and key == f"{prefix}{document}/{document}{suffix}":
+            key = None
+        items.append(
+            {
+                "id": r.id,
+                "score": r.score,
+                "document_id": document,
+                "chunk_id": source.chunk_id,
+                "source_key": key,
+                "page_index": source.page_index,
+                "start_char": source.start_char,
+                "end_char": source.end_char,
+            }
+        )
+    return items
 
 
 @contextlib.contextmanager
@@ -176,6 +193,9 @@ class UnitEvaluator:
     # runner.query_batch_size: cases of an exact-in-batches mode retrieved in one call (1:
     # each alone). A batch's latency is its seconds shared out, labelled with its size.
     query_batch_size: int = QUERY_BATCH_SIZE
+    # The run's document key layout (`StoredDocumentKeys`): a retrieved item whose key it
+    # gives is kept without its key (None: every item keeps its key).
+    key_layout: KeyLayout | None = None
 
     @property
     def depth(self) -> int:
@@ -324,7 +344,7 @@ class UnitEvaluator:
         return EvaluationCaseResult(
             **common,
             scores=tuple(scores),
-            retrieved=retrieved_items(response),  # type: ignore[arg-type]
+            retrieved=retrieved_items(response, self.key_layout),  # type: ignore[arg-type]
             answer=response.answer,
             latency_seconds=latency,
             latency_batch_size=batch_size,
