@@ -356,6 +356,15 @@ def test_a_run_hands_its_logging_to_the_service_and_exits_before_it_is_done(
     assert run.info.status == "FINISHED" and "ndcg_at_10" in run.data.metrics
     assert REPLAYED_TAG not in run.data.tags
     assert artifact_bytes(root, run.info.run_id, "report.json") == done.report_path.read_bytes()
+    # The same command again reuses the result, and hands that run's logging over too.
+    again = cli(root, tmp_path, base, *SERVICE)
+    assert "reused the result" in again.stdout
+    assert "MLflow logging: handed to the tracking service" in again.stdout
+    reused = tracking_run(root, again.report_path)
+    assert reused.info.run_id != run.info.run_id
+    assert reused.info.status == "FINISHED" and "ndcg_at_10" in reused.data.metrics
+    assert reused.data.tags["heta_eval.reused_from.run_id"] == run.info.run_id
+    assert not spooled(base)
 
 
 @pytest.mark.slow
