@@ -381,6 +381,8 @@ def test_a_hand_off_the_service_died_before_logging_is_replayed_by_the_next_serv
     assert spooled(base) == [pending]
     # The next run starts a new service (no hold), which replays the hand-off first.
     second = cli(root, tmp_path, base, *SERVICE, "runner.resume=false")
+    said = second.stdout + second.stderr
+    assert "is logging 1 run(s)" in said and pending.stem in said
     assert wait_for(lambda: not spooled(base), timeout=60)
     run = tracking_run(root, done.report_path)
     assert run.info.status == "FINISHED" and "ndcg_at_10" in run.data.metrics

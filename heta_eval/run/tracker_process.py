@@ -79,6 +79,15 @@ def service_or_worker(uri: str, idle_seconds: float) -> WorkerLink:
         )
         return spawn_link()
     tracker_worker.drop_early()  # a worker started before the configuration was known
+    if connection.replaying:
+        log.warning(
+            "%s is logging %d run(s) that a tracking service which ended first had taken over "
+            "but not logged (spool in %s; tagged heta_eval.tracking.replayed): %s",
+            connection,
+            len(connection.replaying),
+            connection.directory / "spool",
+            ", ".join(connection.replaying),
+        )
     return WorkerLink(connection)  # type: ignore[arg-type]  (a Popen's shape)
 
 

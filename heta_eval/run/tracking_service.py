@@ -142,6 +142,7 @@ class Service:
         self._open = 0
         self._last = time.monotonic()
         self._stopping = False
+        self.replaying: set[str] = set()  # run ids of the spool a dead service left, not done
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 
     def bind(self) -> None:
@@ -177,7 +178,9 @@ class Service:
         channel = _SocketChannel(conn)
         me = threading.get_ident()
         try:
-            channel.send({"service": self.key, "pid": os.getpid()})
+            with self._state:
+                replaying = sorted(self.replaying)
+            channel.send({"service": self.key, "pid": os.getpid(), "replaying": replaying})
             self.ready.wait()
 
             def log_level(level: int) -> None:
@@ -250,6 +253,7 @@ class Service:
         """Log, in a thread, the hand-offs a service that died left in the spool, one at a
         time with the other calls; the service does not end before they are done."""
         with self._state:
+            self.replaying |= {path.stem for path in paths}
             self._open += 1
         threading.Thread(target=self._replay, args=(paths,), name="replay", daemon=True).start()
 
@@ -259,6 +263,8 @@ class Service:
                 with self.calls:
                     error = replay_one(path)
                 settle_spool(path, error)
+                with self._state:
+                    self.replaying.discard(path.stem)
         finally:
             with self._state:
                 self._open -= 1
@@ -377,6 +383,8 @@ def main(argv: list[str]) -> int:
     except OSError:
         return 3  # a live service serves this directory already
     service = Service(directory, idle, key)
+    left = pending_spool(directory)  # before any new hand-off: only what a dead service left
+    service.replaying = {path.stem for path in left}  # said to the runs from the start
     # Everything written to the log (ours, MLflow's handlers, warnings) passes the scrubber.
     sys.stdout = sys.stderr = _Scrubbed(sys.__stderr__, service.secrets)
     logging.basicConfig(
@@ -398,7 +406,6 @@ def main(argv: list[str]) -> int:
         print(f"cannot import MLflow: {type(exc).__name__}: {exc}", flush=True)
         service.close()
         return 1
-    left = pending_spool(directory)  # before any new hand-off: only what a dead service left
     if left:
         service.start_replay(left)
     service.ready.set()
