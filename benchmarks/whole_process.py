@@ -20,7 +20,9 @@ paths.root=ROOT`, what the `heta-eval` console script runs):
   checkout that has the service. It is killed at the end.
 Each process's CPU seconds (user + system) are those of its whole process tree (its workers
 are waited for, so their CPU counts); the service's CPU during a run, which is not in that
-tree, is read from /proc and shown beside it.
+tree, is read from /proc and shown beside it. A run hands its logging to the service and
+exits before it is done: the service's logging after the exit is waited for (its spool
+empty) before the next process starts, untimed, and its CPU is in the service's figure.
 Every run must exit 0 and its report.json (the `report: PATH` line) must hold nDCG@10; the
 floor's nDCG@10 comes from its JSON. A failed run is shown with its output and left out of
 the medians (the script then exits 1); a checkout whose untimed first run fails is not timed.
@@ -178,6 +180,15 @@ def service_cpu(base: Path) -> float:
     return total
 
 
+def spool_drained(base: Path, timeout: float = 120.0) -> None:
+    """Wait until the services under `base` have logged every run handed to them (their
+    spool files gone: `run.tracking_service`), so that this logging, done after a run's
+    exit, does not share the cores with the next timed process."""
+    deadline = time.monotonic() + timeout
+    while list(base.glob("*/spool/*.json")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def timed_process(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[Any, float, float]:
     """(the finished process, wall seconds from its start to its exit, CPU seconds of its
     process tree)."""
@@ -231,6 +242,8 @@ def run_heta_eval(
         env["HETA_EVAL_SERVICE_DIR"] = str(services)
         before = service_cpu(services)
     done, seconds, cpu = timed_process(command, tree.path, env)
+    if services is not None:
+        spool_drained(services)  # its logging, after the run's exit, is not left to the next
     served = service_cpu(services) - before if services is not None else None
     output = done.stdout + done.stderr
     if done.returncode != 0:

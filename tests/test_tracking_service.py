@@ -24,7 +24,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from heta_eval.run import service_link
-from heta_eval.run.tracking_service import MODULE, SOCKET
+from heta_eval.run.tracking_service import HOLD_ENV, MODULE, REPLAYED_TAG, SOCKET, SPOOL
 from heta_eval.tracking.mlflow_tracker import HTTP_SETTINGS, MlflowTracker
 
 from .reliability.processes import (
@@ -80,10 +80,19 @@ def cli(root: Path, cwd: Path, base: Path, *args: str, **env: str) -> Finished:
     return done
 
 
-def tracking_run(root: Path, report: Path) -> Run:
-    """The MLflow run of the report at `report` (its `tracking.run_id`)."""
+def tracking_run(root: Path, report: Path, logged: bool = True) -> Run:
+    """The MLflow run of the report at `report` (its `tracking.run_id`); with `logged`, once
+    the service has logged and ended it (a run hands its logging over and exits first)."""
     run_id = json.loads(report.read_text())["run"]["tracking"]["run_id"]
-    return MlflowClient(f"sqlite:///{root / 'mlflow.db'}").get_run(run_id)
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    if logged:
+        wait_for(lambda: client.get_run(run_id).info.status != "RUNNING", timeout=60)
+    return client.get_run(run_id)
+
+
+def spooled(base: Path) -> list[Path]:
+    """The hand-offs the services under `base` acknowledged and have not logged yet."""
+    return sorted(base.glob(f"*/{SPOOL}/*.json"))
 
 
 def artifact_bytes(root: Path, run_id: str, name: str) -> bytes:
@@ -321,3 +330,66 @@ def test_the_key_follows_the_store_and_mlflow_settings_without_holding_them(
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "s3cret-token-value")
     with_token = service_link.service_key("sqlite:////tmp/a/mlflow.db")
     assert with_token != first and "s3cret" not in with_token
+
+
+@pytest.mark.slow
+def test_a_run_hands_its_logging_to_the_service_and_exits_before_it_is_done(
+    tmp_path: Path, base: Path
+) -> None:
+    root = tmp_path / "outputs"
+    # The service this run starts waits 3 s between taking the hand-off and logging it.
+    done = cli(root, tmp_path, base, *SERVICE, **{HOLD_ENV: "3"})
+    (pending,) = spooled(base)
+    assert "MLflow logging: handed to the tracking service" in done.stdout
+    assert str(pending) in done.stdout
+    assert stat.S_IMODE(pending.stat().st_mode) == 0o600
+    entry = json.loads(pending.read_text())
+    assert entry["call"]["report_path"] == str(done.report_path)
+    # The run exited before its logging: the MLflow run is still running, with no metrics.
+    early = tracking_run(root, done.report_path, logged=False)
+    assert early.info.status == "RUNNING" and not early.data.metrics
+    assert early.info.run_id == entry["run_id"]
+    # The completion is recorded (the service has the hand-off on disk): a rerun reuses it.
+    assert len(list((root / "state").glob("*/done.json"))) == 1
+    assert wait_for(lambda: not spooled(base), timeout=60)
+    run = tracking_run(root, done.report_path)
+    assert run.info.status == "FINISHED" and "ndcg_at_10" in run.data.metrics
+    assert REPLAYED_TAG not in run.data.tags
+    assert artifact_bytes(root, run.info.run_id, "report.json") == done.report_path.read_bytes()
+    # The same command again reuses the result, and hands that run's logging over too.
+    again = cli(root, tmp_path, base, *SERVICE)
+    assert "reused the result" in again.stdout
+    assert "MLflow logging: handed to the tracking service" in again.stdout
+    reused = tracking_run(root, again.report_path)
+    assert reused.info.run_id != run.info.run_id
+    assert reused.info.status == "FINISHED" and "ndcg_at_10" in reused.data.metrics
+    assert reused.data.tags["heta_eval.reused_from.run_id"] == run.info.run_id
+    assert not spooled(base)
+
+
+@pytest.mark.slow
+def test_a_hand_off_the_service_died_before_logging_is_replayed_by_the_next_service(
+    tmp_path: Path, base: Path
+) -> None:
+    root = tmp_path / "outputs"
+    done = cli(root, tmp_path, base, *SERVICE, **{HOLD_ENV: "600"})
+    (pending,) = spooled(base)
+    (pid,) = service_pids(base)
+    os.kill(pid, signal.SIGKILL)  # after the hand-off was acknowledged, before any logging
+    assert wait_for(lambda: not service_pids(base))
+    assert tracking_run(root, done.report_path, logged=False).info.status == "RUNNING"
+    assert spooled(base) == [pending]
+    # The next run starts a new service (no hold), which replays the hand-off first.
+    second = cli(root, tmp_path, base, *SERVICE, "runner.resume=false")
+    said = second.stdout + second.stderr
+    assert "is logging 1 run(s)" in said and pending.stem in said
+    assert wait_for(lambda: not spooled(base), timeout=60)
+    run = tracking_run(root, done.report_path)
+    assert run.info.status == "FINISHED" and "ndcg_at_10" in run.data.metrics
+    assert str(pending) in run.data.tags[REPLAYED_TAG]
+    assert artifact_bytes(root, run.info.run_id, "report.json") == done.report_path.read_bytes()
+    (directory,) = [p for p in base.iterdir() if p.is_dir()]
+    assert f"{pending.stem}: replayed" in (directory / "service.log").read_text()
+    # The second run itself is logged as usual.
+    later = tracking_run(root, second.report_path)
+    assert later.info.status == "FINISHED" and REPLAYED_TAG not in later.data.tags

@@ -228,6 +228,8 @@ class RunLifecycle:
             if self._hands_over:
                 return self._hand_over(report, state.directory)
             paths = self._write_artifacts(report)
+            if self._finished_durably(report, paths, state):
+                return self._with_where(report)
             self.tracker.log_report(report, paths)
             state.mark_completed(paths["report"], report, self.tracker.run_id)
             check_failure_rate(report, self.settings.max_failure_rate)
@@ -239,6 +241,34 @@ class RunLifecycle:
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)
+
+    def _finished_durably(
+        self, report: EvaluationReport, paths: dict[str, Path], state: RunState | None
+    ) -> bool:
+        """A single run tracked by the tracking service: its logging and end handed over
+        once the service has them on disk (`TrackerProcess.finish_durably`), the completion
+        recorded in `state` (None: a reused result, recorded before), and the run goes
+        without waiting for MLflow. False when the service did
+        not take them (the caller logs and ends the run itself). Raises the failure-rate
+        error, the run already handed over with status FAILED."""
+        from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
+
+        if self.worker is None or not self.worker.spools:
+            return False
+        failure: FailureRateExceededError | None = None
+        try:
+            check_failure_rate(report, self.settings.max_failure_rate)
+        except FailureRateExceededError as exc:
+            failure = exc
+        status = "FAILED" if failure else "FINISHED"
+        if self.worker.finish_durably(report, paths, status=status) is None:
+            return False
+        if state is not None:
+            state.mark_completed(paths["report"], report, self.tracker.run_id)
+        if failure is not None:
+            failure.handed_over = True  # type: ignore[attr-defined]  (ended by the service)
+            raise failure
+        return True
 
     def _hand_over(self, report: EvaluationReport, state_dir: Path | None) -> EvaluationReport:
         """A sweep job's end: report.json and the resolved config written here; logging
@@ -320,10 +350,13 @@ class RunLifecycle:
                 raise
         try:
             paths = self._write_artifacts(report)
+            if self._finished_durably(report, paths, None):
+                return self._with_where(report)
             self.tracker.log_report(report, paths)
             check_failure_rate(report, self.settings.max_failure_rate)
         except BaseException as exc:
-            self.tracker.end(_end_status(exc))
+            if not getattr(exc, "handed_over", False):
+                self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
         return self._with_where(report)

@@ -139,7 +139,9 @@ def connect(uri: str, idle_seconds: float) -> ServiceConnection:
             conn.close()
             why = f"the service at {directory / SOCKET} is not for this key"
             break
-        return ServiceConnection(conn, int(greeting["pid"]), directory)
+        connection = ServiceConnection(conn, int(greeting["pid"]), directory)
+        connection.replaying = [str(r) for r in greeting.get("replaying") or []]
+        return connection
     raise ServiceUnavailable(f"{why} (its log: {directory / LOG})")
 
 
@@ -278,6 +280,8 @@ class ServiceConnection:
     def __init__(self, conn: socket.socket, pid: int, directory: Path) -> None:
         self.pid = pid
         self.directory = directory
+        # Runs a service that ended before logging them left, which this one is logging.
+        self.replaying: list[str] = []
         self.returncode: int | None = None
         self._conn = conn
         self._ended = threading.Event()

@@ -79,6 +79,15 @@ def service_or_worker(uri: str, idle_seconds: float) -> WorkerLink:
         )
         return spawn_link()
     tracker_worker.drop_early()  # a worker started before the configuration was known
+    if connection.replaying:
+        log.warning(
+            "%s is logging %d run(s) that a tracking service which ended first had taken over "
+            "but not logged (spool in %s; tagged heta_eval.tracking.replayed): %s",
+            connection,
+            len(connection.replaying),
+            connection.directory / "spool",
+            ", ".join(connection.replaying),
+        )
     return WorkerLink(connection)  # type: ignore[arg-type]  (a Popen's shape)
 
 
@@ -141,6 +150,15 @@ class TrackerProcess:
     def _worker(self) -> subprocess.Popen[str] | None:
         """The worker process (None once gone or closed)."""
         return self._link.worker if self._link is not None else None
+
+    @property
+    def spools(self) -> bool:
+        """Whether the run's last steps can be handed to the tracking service durably
+        (`finish_durably`): connected to the service, not tracking in-process."""
+        worker = self._worker
+        return (
+            not self._in_process and worker is not None and not isinstance(worker, subprocess.Popen)
+        )
 
     @property
     def shared(self) -> bool:
@@ -229,8 +247,9 @@ class TrackerProcess:
         return self._local.resume(run_id)
 
     def prepare_report(self, report: EvaluationReport) -> None:
-        """Send `report` ahead of `log_report`, for the worker to read it meanwhile."""
-        if self._in_process:
+        """Send `report` ahead of `log_report`, for the worker to read it meanwhile (not to
+        the tracking service, which reads the run's report.json after `finish_durably`)."""
+        if self._in_process or self.spools:
             return
         try:
             self._send({"op": "report", "report": report_for_logging(report).model_dump_json()})
@@ -294,6 +313,48 @@ class TrackerProcess:
         except _WorkerGone as gone:
             self._fail_over(gone)
             self._finish_here(report, artifacts, status=status, state_dir=state_dir)
+
+    def finish_durably(
+        self, report: EvaluationReport, artifacts: Mapping[str, Path], *, status: str
+    ) -> str | None:
+        """Hand the run's last steps (log the report from its report.json and `artifacts`,
+        end the run with `status`) to the tracking service, which answers once it has
+        written them to its spool (fsynced) and logs them after: the spool file's path, the
+        run not waiting for the logging. None when that cannot be done (not connected to
+        the service, or it could not spool): the caller logs and ends the run itself."""
+        from heta_eval.tracking.naming import headline_metric
+
+        if not self.spools:
+            return None
+        try:
+            self._where = str(self._ask({"op": "describe", "headline": headline_metric(report)}))
+            answer = self._ask(
+                {
+                    "op": "finish",
+                    "spool": True,
+                    "artifacts": {name: str(path) for name, path in artifacts.items()},
+                    "report_path": str(artifacts["report"]),
+                    "status": status,
+                    "forget": True,
+                }
+            )
+        except TrackerWorkerError as exc:
+            log.warning("MLflow tracking not handed to the service (%s); logging it now", exc)
+            return None
+        except _WorkerGone as gone:
+            self._fail_over(gone)
+            return None
+        spooled = str(answer["spooled"])
+        self._where = (
+            f"{self._where}\nMLflow logging: handed to the tracking service (pid "
+            f"{self._worker_pid()}), which logs the run after this process ends; pending "
+            f"while {spooled} exists"
+        )
+        return spooled
+
+    def _worker_pid(self) -> int | None:
+        worker = self._worker
+        return worker.pid if worker is not None else None
 
     def log_artifact(self, path: Path) -> None:
         """Log `path` to the run after `hand_over(..., more=True)`, without waiting."""

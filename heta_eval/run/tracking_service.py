@@ -17,6 +17,17 @@ milliseconds; its calls wait in the socket until MLflow is imported. `DIR/lock` 
 (flock) for the service's whole life: a socket file with no holder of the lock is stale.
 `run.service_link` finds, starts and connects to it.
 
+Hand-off: a run's last call may carry `"spool": true` (a `finish`: log the report from its
+report.json and the artifacts, end the run). The service then writes the call, with the
+run's id and tracking spec, to `DIR/spool/RUN_ID.json` (0600, fsynced, renamed into place),
+answers `{"value": {"spooled": PATH}}` at once, and only then logs; the run does not wait for
+the logging and exits. The file is removed once the logging is done; a logging that fails
+renames it `RUN_ID.failed` (the reason in the service log, the MLflow run ended FAILED). A
+service that dies in between leaves the file: the next service for the directory replays it
+before it serves new calls' logging (MLflow calls are one at a time), tagging the MLflow run
+`heta_eval.tracking.replayed`. `HETA_EVAL_SERVICE_HOLD_SECONDS` (for tests) makes the
+service wait that long between the answer and the logging.
+
 End: after IDLE_SECONDS with no connection open, it removes its socket and exits (a run
 connecting in that instant reads no greeting and starts a new service). SIGINT and SIGTERM
 end it the same way between calls. Its own messages go to DIR/service.log (the directory is
@@ -47,6 +58,9 @@ SOCKET = "socket"
 LOCK = "lock"
 LOG = "service.log"
 KEY_FILE = "key"  # the service key this directory is for (written by the client)
+SPOOL = "spool"  # run hand-offs acknowledged but not logged yet (see the module docstring)
+HOLD_ENV = "HETA_EVAL_SERVICE_HOLD_SECONDS"
+REPLAYED_TAG = "heta_eval.tracking.replayed"
 SEND_TIMEOUT = 30.0  # seconds a run may leave an answer unread before it is dropped
 log = logging.getLogger(MODULE)
 
@@ -128,6 +142,7 @@ class Service:
         self._open = 0
         self._last = time.monotonic()
         self._stopping = False
+        self.replaying: set[str] = set()  # run ids of the spool a dead service left, not done
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 
     def bind(self) -> None:
@@ -163,7 +178,9 @@ class Service:
         channel = _SocketChannel(conn)
         me = threading.get_ident()
         try:
-            channel.send({"service": self.key, "pid": os.getpid()})
+            with self._state:
+                replaying = sorted(self.replaying)
+            channel.send({"service": self.key, "pid": os.getpid(), "replaying": replaying})
             self.ready.wait()
 
             def log_level(level: int) -> None:
@@ -172,10 +189,13 @@ class Service:
                 root.setLevel(min(level, root.level or logging.WARNING))
 
             session = Session(log_level)
+            specs: dict[str, Any] = {}  # by tracker key: what a spooled hand-off needs
             with conn.makefile("r", encoding="utf-8") as lines:
                 for line in lines:
                     if '"init"' in line:
-                        self._remember_secrets(line)
+                        self._remember_secrets(line, specs)
+                    if '"spool"' in line and self._hand_off(line, session, specs, channel):
+                        continue
                     with self.calls:
                         answer = session.answer(line)
                     channel.send(answer)
@@ -191,11 +211,64 @@ class Service:
                 self._open -= 1
                 self._last = time.monotonic()
 
-    def _remember_secrets(self, line: str) -> None:
+    def _remember_secrets(self, line: str, specs: dict[str, Any]) -> None:
         with contextlib.suppress(ValueError, AttributeError):
             call = json.loads(line)
             if call.get("op") == "init":
                 self.secrets |= secret_values(call.get("spec") or {})
+                specs[str(call.get("tracker", ""))] = call.get("spec")
+
+    def _hand_off(
+        self, line: str, session: Session, specs: dict[str, Any], channel: _SocketChannel
+    ) -> bool:
+        """A spooled `finish` (module docstring): written durably, acknowledged, then
+        logged. False when `line` is not one (it is then answered as any call)."""
+        try:
+            call = json.loads(line)
+        except ValueError:
+            return False
+        if not (isinstance(call, dict) and call.pop("spool", False) and call.get("op") == "finish"):
+            return False
+        key = str(call.get("tracker", ""))
+        tracker = session.trackers.get(key)
+        run_id = getattr(tracker, "run_id", None)
+        if tracker is None or run_id is None or "report_path" not in call:
+            channel.send({"error": "ValueError: nothing to hand off", "run_id": run_id})
+            return True
+        try:
+            path = write_spool(self.directory, run_id, specs.get(key), call)
+        except OSError as exc:
+            channel.send({"error": f"{type(exc).__name__}: {exc}", "run_id": run_id})
+            return True
+        channel.send({"value": {"spooled": str(path)}, "run_id": run_id})
+        hold = float(os.environ.get(HOLD_ENV) or 0)
+        if hold > 0:
+            time.sleep(hold)
+        with self.calls:
+            answer = session.answer(json.dumps(call))
+        settle_spool(path, answer.get("error"))
+        return True
+
+    def start_replay(self, paths: list[Path]) -> None:
+        """Log, in a thread, the hand-offs a service that died left in the spool, one at a
+        time with the other calls; the service does not end before they are done."""
+        with self._state:
+            self.replaying |= {path.stem for path in paths}
+            self._open += 1
+        threading.Thread(target=self._replay, args=(paths,), name="replay", daemon=True).start()
+
+    def _replay(self, paths: list[Path]) -> None:
+        try:
+            for path in paths:
+                with self.calls:
+                    error = replay_one(path)
+                settle_spool(path, error)
+                with self._state:
+                    self.replaying.discard(path.stem)
+        finally:
+            with self._state:
+                self._open -= 1
+                self._last = time.monotonic()
 
     def wait_until_idle(self) -> None:
         """Return once no connection has been open for `idle_seconds` (then no new one is
@@ -225,6 +298,79 @@ class Service:
             self.listener.close()
 
 
+def write_spool(directory: Path, run_id: str, spec: Any, call: dict[str, Any]) -> Path:
+    """`DIR/spool/RUN_ID.json`: the hand-off, on disk before the run is told it may go."""
+    spool = directory / SPOOL
+    with contextlib.suppress(FileExistsError):
+        spool.mkdir(mode=0o700)
+    entry = {"run_id": run_id, "spec": spec, "call": call, "spooled_at": time.time()}
+    path = spool / f"{run_id}.json"
+    tmp = spool / f".{run_id}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            json.dump(entry, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    dir_fd = os.open(spool, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a crash
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def settle_spool(path: Path, error: str | None) -> None:
+    """A hand-off logged: its file removed; failed: kept as `.failed`, said in the log."""
+    if error is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {path.stem}: logging failed: {error}", flush=True)
+    with contextlib.suppress(OSError):
+        path.replace(path.with_suffix(".failed"))
+
+
+def pending_spool(directory: Path) -> list[Path]:
+    """The hand-offs acknowledged but not logged in `directory` (oldest first)."""
+    try:
+        paths = list((directory / SPOOL).glob("*.json"))
+    except OSError:
+        return []
+    return sorted(paths, key=lambda p: p.stat().st_mtime if p.exists() else 0.0)
+
+
+def replay_one(path: Path) -> str | None:
+    """Log one spooled hand-off into its MLflow run; the error, or None."""
+    from heta_eval.config.components import instantiate
+    from heta_eval.records import EvaluationReport
+    from heta_eval.run.tracker_worker import _finish
+
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        call, run_id = entry["call"], entry["run_id"]
+        tracker = instantiate(entry["spec"])
+        tracker.connect()
+        if not tracker.resume(run_id):
+            return f"ValueError: MLflow run {run_id} cannot be continued"
+        report = EvaluationReport.read_json(Path(call["report_path"]))
+        client = getattr(tracker, "client", None)
+        if client is not None and getattr(tracker, "_entry", None) is None:
+            when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            client.set_tag(run_id, REPLAYED_TAG, f"logged at {when} from {path}")
+        _finish(tracker, report, call)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"{when} {path.stem}: replayed (its service ended before logging it)", flush=True)
+    return None
+
+
 def main(argv: list[str]) -> int:
     """Serve until idle; 3 when another service holds the directory's lock."""
     import fcntl
@@ -237,6 +383,8 @@ def main(argv: list[str]) -> int:
     except OSError:
         return 3  # a live service serves this directory already
     service = Service(directory, idle, key)
+    left = pending_spool(directory)  # before any new hand-off: only what a dead service left
+    service.replaying = {path.stem for path in left}  # said to the runs from the start
     # Everything written to the log (ours, MLflow's handlers, warnings) passes the scrubber.
     sys.stdout = sys.stderr = _Scrubbed(sys.__stderr__, service.secrets)
     logging.basicConfig(
@@ -258,6 +406,8 @@ def main(argv: list[str]) -> int:
         print(f"cannot import MLflow: {type(exc).__name__}: {exc}", flush=True)
         service.close()
         return 1
+    if left:
+        service.start_replay(left)
     service.ready.set()
     service.wait_until_idle()
     service.close()
