@@ -231,7 +231,7 @@ class Service:
             return False
         key = str(call.get("tracker", ""))
         tracker = session.trackers.get(key)
-        run_id = getattr(tracker, "run_id", None)
+        run_id = tracker.run_id if tracker is not None else None
         if tracker is None or run_id is None or "report_path" not in call:
             channel.send({"error": "ValueError: nothing to hand off", "run_id": run_id})
             return True
