@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from heta_eval.records import BenchmarkLoadReuse, EvaluationReport, RunIdentity
     from heta_eval.run.assembly import RunComponents
+    from heta_eval.run.failures import FailureRateExceededError
     from heta_eval.run.runner import BenchmarkRunner, LoadedBenchmark
     from heta_eval.run.state import CompletionMarker, RunState
     from heta_eval.run.tracker_process import TrackerProcess
@@ -251,16 +252,9 @@ class RunLifecycle:
         without waiting for MLflow. False when the service did
         not take them (the caller logs and ends the run itself). Raises the failure-rate
         error, the run already handed over with status FAILED."""
-        from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
-
         if self.worker is None or not self.worker.spools:
             return False
-        failure: FailureRateExceededError | None = None
-        try:
-            check_failure_rate(report, self.settings.max_failure_rate)
-        except FailureRateExceededError as exc:
-            failure = exc
-        status = "FAILED" if failure else "FINISHED"
+        failure, status = self._failure_status(report)
         if self.worker.finish_durably(report, paths, status=status) is None:
             return False
         if state is not None:
@@ -270,25 +264,32 @@ class RunLifecycle:
             raise failure
         return True
 
+    def _failure_status(
+        self, report: EvaluationReport
+    ) -> tuple[FailureRateExceededError | None, str]:
+        """The failure-rate error the report calls for (None when within the limit) and the
+        MLflow status the run ends with."""
+        from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
+
+        try:
+            check_failure_rate(report, self.settings.max_failure_rate)
+        except FailureRateExceededError as exc:
+            return exc, "FAILED"
+        return None, "FINISHED"
+
     def _hand_over(self, report: EvaluationReport, state_dir: Path | None) -> EvaluationReport:
         """A sweep job's end: report.json and the resolved config written here; logging
         them, recording the completion in `state_dir` and ending the run handed to the
         sweep's tracker worker, report.html to its page writer (logged once written); the
         next job starts meanwhile. A failure before the hand-over raises as in a run."""
         from heta_eval.run.artifacts import write_run_artifacts
-        from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
         from heta_eval.run.html_pages import REPORT_HTML
 
         assert self.worker is not None
         paths = write_run_artifacts(
             report, self.settings.output_dir, self.components.resolved, html=False
         )
-        failure: FailureRateExceededError | None = None
-        try:
-            check_failure_rate(report, self.settings.max_failure_rate)
-        except FailureRateExceededError as exc:
-            failure = exc
-        status = "FAILED" if failure else "FINISHED"
+        failure, status = self._failure_status(report)
         self.worker.hand_over(report, paths, status=status, state_dir=state_dir, more=True)
         sweep_workers.html_pages().submit(
             report, self.settings.output_dir / REPORT_HTML, then=self.worker.log_artifact
