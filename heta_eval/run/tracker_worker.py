@@ -182,7 +182,7 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
         tracker.log_report(report, artifacts)
         return None
     if op == "finish":
-        _finish(tracker, kept.pop("report"), call)
+        finish_run(tracker, kept.pop("report"), call)
         return None
     if op == "log_artifact":
         tracker.log_artifact(Path(call["path"]))
@@ -201,7 +201,7 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
     raise ValueError(f"unknown call {op!r}")
 
 
-def _finish(tracker: Any, report: Any, call: dict[str, Any]) -> None:
+def finish_run(tracker: Any, report: Any, call: dict[str, Any]) -> None:
     """A run's last steps in one call, in the order a run in its own process takes them:
     log the report and artifacts, record the completion in the run state (`state_dir`;
     only once the tracking run has everything, so that a sweep killed before this leaves

@@ -349,7 +349,7 @@ def replay_one(path: Path) -> str | None:
     """Log one spooled hand-off into its MLflow run; the error, or None."""
     from heta_eval.config.components import instantiate
     from heta_eval.records import EvaluationReport
-    from heta_eval.run.tracker_worker import _finish
+    from heta_eval.run.tracker_worker import finish_run
 
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
@@ -363,7 +363,7 @@ def replay_one(path: Path) -> str | None:
         if client is not None and getattr(tracker, "_entry", None) is None:
             when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             client.set_tag(run_id, REPLAYED_TAG, f"logged at {when} from {path}")
-        _finish(tracker, report, call)
+        finish_run(tracker, report, call)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     when = time.strftime("%Y-%m-%d %H:%M:%S")
