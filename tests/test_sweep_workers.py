@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,6 +66,10 @@ def test_one_tracker_worker_serves_every_job_and_each_run_is_complete(tmp_path: 
         assert {"report.json", "report.html", "config.resolved.yaml"} <= files, files
         assert "case_results.json" in files
         run_dir = Path(run.data.tags["heta_eval.run_dir"])
+        # The worker logged the report it was handed; report.json went as the file it is.
+        with tempfile.TemporaryDirectory() as out:
+            logged = client.download_artifacts(run.info.run_id, "report.json", out)
+            assert Path(logged).read_bytes() == (run_dir / "report.json").read_bytes()
         page = (run_dir / "report.html").read_text(encoding="utf-8")
         assert "<img" in page and "data:image/png;base64," in page
         assert f"html report: {run_dir}/report.html" in done.stdout
@@ -122,3 +127,65 @@ def test_a_terminated_sweep_leaves_its_finished_jobs_complete(tmp_path: Path) ->
     ]
     assert parent.info.status == "KILLED"
     assert parent.data.metrics["sweep.jobs_finished"] == len(finished)
+
+
+def _logged_table(client: MlflowClient, run_id: str, out: Path) -> dict[str, list[object]]:
+    """The run's case table (case_results.json) as columns."""
+    from heta_eval.tracking.mlflow_tracker import CASE_TABLE
+
+    table = json.loads(Path(client.download_artifacts(run_id, CASE_TABLE, str(out))).read_text())
+    return {c: [row[i] for row in table["data"]] for i, c in enumerate(table["columns"])}
+
+
+@pytest.mark.slow
+def test_the_shared_worker_logs_the_report_it_is_handed_and_report_json_as_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep's job hands the shared worker the report as the tracker logs it
+    (`report_for_logging`, with the `finish` call): the worker never reads report.json back
+    (at 1M documents, 10-19 s of reading and checking), only logs it as a file. Here
+    report.json on disk says other scores than the report handed over: the run's metrics
+    are the handed report's, its report.json the file's bytes."""
+    from heta_eval import evaluate
+    from heta_eval.run import sweep_workers
+    from heta_eval.run.tracker_process import TrackerProcess
+    from heta_eval.tracking.mlflow_tracker import (
+        TOP_DOCUMENTS,
+        MlflowTracker,
+        case_table,
+        report_metrics,
+    )
+
+    report = evaluate(overrides=[f"paths.root={tmp_path / 'untracked'}", "tracking=none"])
+    assert max(len(r.retrieved) for r in report.case_results) > TOP_DOCUMENTS
+    root = tmp_path / "outputs"
+    monkeypatch.setattr(sweep_workers, "_enabled", True)  # as in a basic-launcher sweep
+    spec = {"_target_": "heta_eval.tracking.MlflowTracker", "root": str(root)}
+    handed: dict[str, Path] = {}
+    try:
+        for job in ("first", "second"):  # two jobs, one worker
+            proxy = TrackerProcess(MlflowTracker(root=root), spec, timeout=120)
+            proxy.connect()
+            assert proxy.shared
+            proxy.start(run_name=job, config={"job": job}, tags={})
+            other = report.model_copy(
+                update={"score_summary": dict.fromkeys(report.score_summary, 0.0)}
+            )
+            path = other.write_json(tmp_path / job / "report.json")
+            proxy.hand_over(report, {"report": path}, status="FINISHED", state_dir=None)
+            handed[str(proxy.run_id)] = path
+        sweep_workers.finish()
+    finally:
+        sweep_workers.shutdown()
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    expected = {name: value for name, value, _ in report_metrics(report)}
+    assert any(expected[k] > 0 for k in expected if k.startswith("bm25.ndcg"))
+    for run_id, path in handed.items():
+        run = client.get_run(run_id)
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics == pytest.approx(expected)
+        with tempfile.TemporaryDirectory() as out:
+            logged = client.download_artifacts(run_id, "report.json", out)
+            assert Path(logged).read_bytes() == path.read_bytes()
+            table = _logged_table(client, run_id, Path(out))
+        assert table["top_documents"] == case_table(report)["top_documents"]

@@ -23,9 +23,16 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from heta_eval.records import EvaluationReport
 from heta_eval.run import service_link
 from heta_eval.run.tracking_service import HOLD_ENV, MODULE, REPLAYED_TAG, SOCKET, SPOOL
-from heta_eval.tracking.mlflow_tracker import HTTP_SETTINGS, MlflowTracker
+from heta_eval.tracking.mlflow_tracker import (
+    HTTP_SETTINGS,
+    TOP_DOCUMENTS,
+    MlflowTracker,
+    report_for_logging,
+    report_metrics,
+)
 
 from .reliability.processes import (
     SLOW_INDEX,
@@ -344,7 +351,14 @@ def test_a_run_hands_its_logging_to_the_service_and_exits_before_it_is_done(
     assert str(pending) in done.stdout
     assert stat.S_IMODE(pending.stat().st_mode) == 0o600
     entry = json.loads(pending.read_text())
-    assert entry["call"]["report_path"] == str(done.report_path)
+    assert entry["call"]["artifacts"]["report"] == str(done.report_path)
+    # The spool holds the report as the tracker logs it, which the service logs from (it
+    # never reads report.json back, only logs it as a file).
+    assert "report_path" not in entry["call"]
+    whole = EvaluationReport.read_json(done.report_path)
+    assert max(len(r.retrieved) for r in whole.case_results) > TOP_DOCUMENTS
+    handed = EvaluationReport.model_validate_json(entry["call"]["report"])
+    assert handed == report_for_logging(whole) != whole
     # The run exited before its logging: the MLflow run is still running, with no metrics.
     early = tracking_run(root, done.report_path, logged=False)
     assert early.info.status == "RUNNING" and not early.data.metrics
@@ -379,6 +393,12 @@ def test_a_hand_off_the_service_died_before_logging_is_replayed_by_the_next_serv
     assert wait_for(lambda: not service_pids(base))
     assert tracking_run(root, done.report_path, logged=False).info.status == "RUNNING"
     assert spooled(base) == [pending]
+    # The replay logs the report the spool holds: report.json is only logged as a file.
+    whole = EvaluationReport.read_json(done.report_path)
+    entry = json.loads(pending.read_text())
+    assert EvaluationReport.model_validate_json(entry["call"]["report"]) == report_for_logging(
+        whole
+    )
     # The next run starts a new service (no hold), which replays the hand-off first.
     second = cli(root, tmp_path, base, *SERVICE, "runner.resume=false")
     said = second.stdout + second.stderr
@@ -387,9 +407,89 @@ def test_a_hand_off_the_service_died_before_logging_is_replayed_by_the_next_serv
     run = tracking_run(root, done.report_path)
     assert run.info.status == "FINISHED" and "ndcg_at_10" in run.data.metrics
     assert str(pending) in run.data.tags[REPLAYED_TAG]
+    expected = {name: value for name, value, _ in report_metrics(whole)}
+    assert {k: v for k, v in run.data.metrics.items() if k in expected} == pytest.approx(expected)
     assert artifact_bytes(root, run.info.run_id, "report.json") == done.report_path.read_bytes()
     (directory,) = [p for p in base.iterdir() if p.is_dir()]
     assert f"{pending.stem}: replayed" in (directory / "service.log").read_text()
     # The second run itself is logged as usual.
     later = tracking_run(root, second.report_path)
     assert later.info.status == "FINISHED" and REPLAYED_TAG not in later.data.tags
+
+
+def runs_table(root: Path, cwd: Path, base: Path, *args: str) -> str:
+    """`heta-eval-runs --root ROOT` (the services under `base`), its output."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "heta_eval.cli.runs", "--root", str(root), *args],
+        cwd=cwd,
+        env={**os.environ, "HETA_EVAL_SERVICE_DIR": str(base), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_heta_eval_runs_shows_a_run_the_service_has_not_logged_yet_as_logging(
+    tmp_path: Path, base: Path
+) -> None:
+    """MLflow says RUNNING until the service has logged a handed-off run; heta-eval-runs
+    says LOGGING, with the spool file that holds it, and whether a service will log it."""
+    import pandas as pd
+
+    root = tmp_path / "outputs"
+    done = cli(root, tmp_path, base, *SERVICE, **{HOLD_ENV: "600"})
+    (pending,) = spooled(base)
+    run_id = tracking_run(root, done.report_path, logged=False).info.run_id
+    shown = runs_table(root, tmp_path, base)
+    assert "RUNNING" not in shown and "│ LOGGING" in shown
+    note = f"LOGGING: {run_id}: MLflow logging pending in {pending}, report {done.report_path}"
+    assert f"{note} (the tracking service logs it)" in shown
+    runs_table(root, tmp_path, base, "--output", str(tmp_path / "runs.csv"))
+    (row,) = pd.read_csv(tmp_path / "runs.csv").to_dict("records")
+    assert row["status"] == "LOGGING" and row["logging_spool"] == str(pending)
+    # The service dies before logging it: the next service for this store will.
+    (pid,) = service_pids(base)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not service_pids(base))
+    shown = runs_table(root, tmp_path, base)
+    assert (
+        f"{note} (its service has ended; the next run with tracking.service=true logs it)"
+    ) in shown
+    # Without the spool (another user's service directory), MLflow's word stands.
+    assert "│ RUNNING" in runs_table(root, tmp_path, tmp_path / "elsewhere")
+
+
+@pytest.mark.slow
+def test_a_run_over_its_failure_rate_hands_its_failed_run_to_the_service(
+    tmp_path: Path, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure-rate error is raised once the service has the hand-off, which ends the
+    MLflow run FAILED; the error says so (`handed_over`), and the run is not ended twice."""
+    from heta_eval import evaluate
+    from heta_eval.run.failures import FailureRateExceededError
+
+    monkeypatch.setenv(service_link.DIR_ENV, str(base))
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the build cache's directory should be")
+    root = tmp_path / "outputs"
+    overrides = [
+        f"paths.root={root}",
+        *SERVICE,
+        "runner.limit=4",
+        "runner.progress=off",
+        f"runner.cache_dir={blocker}/cache",
+        "runner.max_failure_rate=0.5",
+    ]
+    with pytest.raises(FailureRateExceededError, match="4 of 4 case results failed") as raised:
+        evaluate(overrides=overrides)
+    assert raised.value.handed_over and raised.value.report is not None
+    assert service_pids(base)
+    run_id = raised.value.report.run.tracking.run_id
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    assert wait_for(lambda: not spooled(base), timeout=60)
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert run.data.metrics["cases.failed"] == 4.0

@@ -65,6 +65,14 @@ def _end_status(exc: BaseException) -> str:
     return "KILLED" if isinstance(exc, stopped) else "FAILED"
 
 
+def _handed_over(exc: BaseException) -> bool:
+    """Whether `exc` is a failure-rate error raised after the run's tracking was handed to
+    another process, which ends the MLflow run itself."""
+    from heta_eval.run.failures import FailureRateExceededError
+
+    return isinstance(exc, FailureRateExceededError) and exc.handed_over
+
+
 def evaluate(
     config: DictConfig | None = None,
     *,
@@ -237,7 +245,7 @@ class RunLifecycle:
         except BaseException as exc:
             with contextlib.suppress(OSError):  # the error being raised says more
                 journal.close()
-            if not getattr(exc, "handed_over", False):
+            if not _handed_over(exc):
                 self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")
@@ -260,7 +268,7 @@ class RunLifecycle:
         if state is not None:
             state.mark_completed(paths["report"], report, self.tracker.run_id)
         if failure is not None:
-            failure.handed_over = True  # type: ignore[attr-defined]  (ended by the service)
+            failure.handed_over = True  # the service ends the run
             raise failure
         return True
 
@@ -295,7 +303,7 @@ class RunLifecycle:
             report, self.settings.output_dir / REPORT_HTML, then=self.worker.log_artifact
         )
         if failure is not None:
-            failure.handed_over = True  # type: ignore[attr-defined]  (ended by the worker)
+            failure.handed_over = True  # the worker ends the run
             raise failure
         return self._with_where(report)
 
@@ -346,7 +354,7 @@ class RunLifecycle:
             try:
                 return self._hand_over(report, None)
             except BaseException as exc:
-                if not getattr(exc, "handed_over", False):
+                if not _handed_over(exc):
                     self.tracker.end(_end_status(exc))
                 raise
         try:
@@ -356,7 +364,7 @@ class RunLifecycle:
             self.tracker.log_report(report, paths)
             check_failure_rate(report, self.settings.max_failure_rate)
         except BaseException as exc:
-            if not getattr(exc, "handed_over", False):
+            if not _handed_over(exc):
                 self.tracker.end(_end_status(exc))
             raise
         self.tracker.end("FINISHED")

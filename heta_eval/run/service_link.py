@@ -45,6 +45,7 @@ SOCKET_PATH_MAX = 107  # bytes in sockaddr_un's sun_path, less the terminating N
 # Environment variables that change where or how MLflow writes (hashed into the key).
 ENV_PREFIXES = ("MLFLOW_", "AWS_", "AZURE_", "GOOGLE_", "DATABRICKS_")
 ENV_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+_started: list[subprocess.Popen[bytes]] = []  # the services this process started (`_start`)
 
 
 class ServiceUnavailable(Exception):
@@ -187,6 +188,11 @@ def _start(directory: Path, idle_seconds: float) -> socket.socket:
             raise ServiceUnavailable(f"cannot start the tracking service: {exc}") from None
         finally:
             os.close(log_fd)
+        # The service outlives the run: its Popen is kept (collected while the service runs,
+        # it warns "subprocess is still running" in a library caller's process), and reaped
+        # once it has ended.
+        _started[:] = [p for p in _started if p.poll() is None]
+        _started.append(service)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             conn = _dial(directory)

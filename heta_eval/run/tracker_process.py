@@ -91,7 +91,7 @@ def service_or_worker(uri: str, idle_seconds: float) -> WorkerLink:
     return WorkerLink(connection)  # type: ignore[arg-type]  (a Popen's shape)
 
 
-PATH_FIELDS = ("state_dir", "path", "report_path")
+PATH_FIELDS = ("state_dir", "path")
 
 
 def absolute_paths(call: dict[str, Any]) -> dict[str, Any]:
@@ -247,8 +247,9 @@ class TrackerProcess:
         return self._local.resume(run_id)
 
     def prepare_report(self, report: EvaluationReport) -> None:
-        """Send `report` ahead of `log_report`, for the worker to read it meanwhile (not to
-        the tracking service, which reads the run's report.json after `finish_durably`)."""
+        """Send `report` (as the tracker logs it) ahead of `log_report`, for the worker to
+        read it meanwhile (not to the tracking service, which gets it in the
+        `finish_durably` call that it writes to its spool)."""
         if self._in_process or self.spools:
             return
         try:
@@ -303,9 +304,12 @@ class TrackerProcess:
                 "forget": not more,
             }
             if report is not self._prepared:
-                # The worker reads report.json (just written) rather than a second copy of
-                # the report serialised here.
-                call["report_path"] = str(artifacts["report"])
+                # The report as the tracker logs it (`report_for_logging`), not report.json:
+                # the worker would read and check every retrieved item of the whole report
+                # to show five documents a case. report.json goes to MLflow as a file. Sent
+                # with this call, not ahead: the next job's `describe` would wait for the
+                # worker to read it.
+                call["report"] = report_for_logging(report).model_dump_json()
             self._prepared = None
             finishing = self._detach(call)
             if state_dir is not None:
@@ -317,11 +321,14 @@ class TrackerProcess:
     def finish_durably(
         self, report: EvaluationReport, artifacts: Mapping[str, Path], *, status: str
     ) -> str | None:
-        """Hand the run's last steps (log the report from its report.json and `artifacts`,
-        end the run with `status`) to the tracking service, which answers once it has
-        written them to its spool (fsynced) and logs them after: the spool file's path, the
-        run not waiting for the logging. None when that cannot be done (not connected to
-        the service, or it could not spool): the caller logs and ends the run itself."""
+        """Hand the run's last steps (log the report and `artifacts`, end the run with
+        `status`) to the tracking service, which answers once it has written them to its
+        spool (fsynced) and logs them after: the spool file's path, the run not waiting for
+        the logging. The call carries the report as the tracker logs it
+        (`report_for_logging`): the service, and a later service replaying the spool, read
+        that, never the whole report.json (logged as a file). None when that cannot be done
+        (not connected to the service, or it could not spool): the caller logs and ends the
+        run itself."""
         from heta_eval.tracking.naming import headline_metric
 
         if not self.spools:
@@ -333,7 +340,7 @@ class TrackerProcess:
                     "op": "finish",
                     "spool": True,
                     "artifacts": {name: str(path) for name, path in artifacts.items()},
-                    "report_path": str(artifacts["report"]),
+                    "report": report_for_logging(report).model_dump_json(),
                     "status": status,
                     "forget": True,
                 }

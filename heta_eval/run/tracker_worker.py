@@ -170,10 +170,6 @@ def _call(tracker: Any, call: dict[str, Any], kept: dict[str, Any]) -> Any:
         from heta_eval.records import EvaluationReport
 
         kept["report"] = EvaluationReport.model_validate_json(call["report"])
-    if op == "finish" and "report_path" in call:
-        from heta_eval.records import EvaluationReport
-
-        kept["report"] = EvaluationReport.read_json(Path(call["report_path"]))
     if op == "report":
         return None
     if op == "log_report":

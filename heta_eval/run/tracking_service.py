@@ -17,8 +17,9 @@ milliseconds; its calls wait in the socket until MLflow is imported. `DIR/lock` 
 (flock) for the service's whole life: a socket file with no holder of the lock is stale.
 `run.service_link` finds, starts and connects to it.
 
-Hand-off: a run's last call may carry `"spool": true` (a `finish`: log the report from its
-report.json and the artifacts, end the run). The service then writes the call, with the
+Hand-off: a run's last call may carry `"spool": true` (a `finish`: log the report it
+carries, as the tracker logs it (`report_for_logging`), and the artifacts, report.json
+among them, then end the run). The service then writes the call, with the
 run's id and tracking spec, to `DIR/spool/RUN_ID.json` (0600, fsynced, renamed into place),
 answers `{"value": {"spooled": PATH}}` at once, and only then logs; the run does not wait for
 the logging and exits. The file is removed once the logging is done; a logging that fails
@@ -232,7 +233,7 @@ class Service:
         key = str(call.get("tracker", ""))
         tracker = session.trackers.get(key)
         run_id = tracker.run_id if tracker is not None else None
-        if tracker is None or run_id is None or "report_path" not in call:
+        if tracker is None or run_id is None or "report" not in call:
             channel.send({"error": "ValueError: nothing to hand off", "run_id": run_id})
             return True
         try:
@@ -350,6 +351,7 @@ def replay_one(path: Path) -> str | None:
     from heta_eval.config.components import instantiate
     from heta_eval.records import EvaluationReport
     from heta_eval.run.tracker_worker import finish_run
+    from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
@@ -358,11 +360,11 @@ def replay_one(path: Path) -> str | None:
         tracker.connect()
         if not tracker.resume(run_id):
             return f"ValueError: MLflow run {run_id} cannot be continued"
-        report = EvaluationReport.read_json(Path(call["report_path"]))
-        client = getattr(tracker, "client", None)
-        if client is not None and getattr(tracker, "_entry", None) is None:
+        # The report as the tracker logs it, spooled with the call (not report.json).
+        report = EvaluationReport.model_validate_json(call["report"])
+        if isinstance(tracker, MlflowTracker) and not tracker.offline:
             when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            client.set_tag(run_id, REPLAYED_TAG, f"logged at {when} from {path}")
+            tracker.client.set_tag(run_id, REPLAYED_TAG, f"logged at {when} from {path}")
         finish_run(tracker, report, call)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"

@@ -275,6 +275,12 @@ class MlflowTracker:
                 self._client = open_client(self.uri)
             return self._client
 
+    @property
+    def offline(self) -> bool:
+        """Whether this run's tracking data goes to the outbox (`heta-eval-sync` uploads it
+        later) rather than to the tracking backend, which failed or could not be reached."""
+        return self._entry is not None
+
     def _check_server(self) -> None:
         """Raise, once and for all, when the tracking server (an http(s) URI) does not
         answer one request within MLflow's request timeout: a server that accepts

@@ -293,6 +293,17 @@ def test_the_members_the_runner_relies_on_are_declared() -> None:
         assert f'getattr(benchmark, "{member}"' not in source
         assert f'getattr(evaluator, "{member}"' not in source
         assert f'getattr(tracker, "{member}"' not in source
+    # Nor a tracker's private state: whether its run is in the outbox is `offline`.
+    assert 'getattr(tracker, "_' not in source
+    from heta_eval.tracking.mlflow_tracker import MlflowTracker
+
+    assert isinstance(MlflowTracker.offline, property) and MlflowTracker.offline.__doc__
+    # A failure-rate error says whether the run's tracking was handed over (a field).
+    from heta_eval.run.failures import FailureRateExceededError
+
+    assert FailureRateExceededError("too many").handed_over is False
+    assert FailureRateExceededError("too many", handed_over=True).handed_over is True
+    assert "handed_over = True  # type: ignore" not in source
     assert "report.metadata" not in source
     # The code identity digests exactly the package's modules.
     from heta_eval import code_identity
