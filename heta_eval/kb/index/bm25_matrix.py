@@ -24,8 +24,8 @@ import bm25s
 import numpy as np
 from bm25s import scoring
 
-# Pairs scored per numpy call: bounds the temporary float64 arrays (~100 MB) at any size.
-_PAIR_BLOCK = 1 << 22
+# Pairs scored per numpy call: bounds the temporary float64 arrays (~8 MB each) at any size.
+_PAIR_BLOCK = 1 << 20
 # Documents whose (term, document) keys are made per numpy call.
 _DOCUMENT_BLOCK = 1 << 16
 
@@ -65,7 +65,7 @@ class TermPairs(NamedTuple):
 
     terms: np.ndarray  # int32
     documents: np.ndarray  # int32
-    counts: np.ndarray  # the term's frequency in the document
+    counts: np.ndarray  # int32: the term's frequency in the document
 
 
 def term_pairs(ids: np.ndarray, lengths: np.ndarray) -> TermPairs:
@@ -83,17 +83,23 @@ def term_pairs(ids: np.ndarray, lengths: np.ndarray) -> TermPairs:
     keys.sort()
     if not len(keys):
         empty = np.zeros(0, dtype=np.int32)
-        return TermPairs(empty, empty, np.zeros(0, dtype=np.int64))
+        return TermPairs(empty, empty, np.zeros(0, dtype=np.int32))
+    # Steps that keep few arrays alive at once: at a million documents each of these arrays
+    # is hundreds of MB.
     new = np.empty(len(keys), dtype=bool)
     new[0] = True
     np.not_equal(keys[1:], keys[:-1], out=new[1:])
     starts = np.flatnonzero(new)
     del new
-    counts = np.diff(starts, append=len(keys))
+    counts = np.empty(len(starts), dtype=np.int32)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1], casting="unsafe")
+    counts[-1] = len(keys) - starts[-1]
     keys = keys[starts]
     del starts
-    terms = (keys >> 32).astype(np.int32)
-    documents = (keys & 0xFFFFFFFF).astype(np.int32)
+    documents = np.empty(len(keys), dtype=np.int32)
+    np.bitwise_and(keys, 0xFFFFFFFF, out=documents, casting="unsafe")
+    keys >>= 32
+    terms = keys.astype(np.int32)
     return TermPairs(terms, documents, counts)
 
 
