@@ -148,12 +148,14 @@ class LocalObjectStore:
         prefix = temp_prefix(name)  # a long legal name must not make an illegal temp name
         tmp = f"{directory}/{prefix}{os.getpid()}.{threading.get_ident()}.tmp"
         try:
+            # Created with the mode the umask gives a new file: no chmod (and no reading of
+            # the umask) for each of a benchmark's many thousand objects.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:  # left behind by a crashed process with the same pid
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
+            os.fchmod(fd, file_mode())  # mkstemp's file is 0600
         try:
             with os.fdopen(fd, "wb") as handle:
-                os.fchmod(fd, file_mode())  # mkstemp's file is 0600; os.open's follows the umask
                 handle.write(data)
             os.replace(tmp, path)
         except BaseException:

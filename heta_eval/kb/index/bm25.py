@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
@@ -142,8 +142,8 @@ class BM25Builder:
     """Builds one BM25 index from texts given in batches, in their order.
 
     Each batch is tokenised as it comes (bm25s's Tokenizer, updating its vocabulary) and only
-    the token ids are kept, in one int32 array; `finish` hands them to bm25s's own index
-    construction, so the index is the one `bm25s.BM25.index` builds from the same texts
+    the token ids are kept, in one int32 array; `finish` builds bm25s's index from them
+    (`bm25_matrix.FlatBM25`), the index `bm25s.BM25.index` builds from the same texts
     tokenised at once.
     """
 
@@ -151,69 +151,47 @@ class BM25Builder:
         self._settings = settings
         self._tokenizer = settings._tokenizer()
         self._ids = array("i")
-        self._ends = array("q")
+        self._lengths = array("q")
 
     def __len__(self) -> int:
-        return len(self._ends)
+        return len(self._lengths)
 
     def add(self, texts: Iterable[str]) -> None:
         """Tokenise `texts`, the next documents of the index."""
-        ids, ends = self._ids, self._ends
+        ids, lengths = self._ids, self._lengths
         for doc_ids in self._tokenizer.streaming_tokenize(texts, update_vocab=True):
             ids.extend(doc_ids)
-            ends.append(len(ids))
+            lengths.append(len(doc_ids))
 
     def finish(self) -> BuiltBM25Index:
         """The index over every text added (positions in the order they were added)."""
-        import bm25s
         import numpy as np
+
+        from heta_eval.kb.index.bm25_matrix import FlatBM25, FlatTokens
 
         # bm25s sets its own logger to DEBUG; keep its per-build chatter out of run logs.
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         settings = self._settings
-        retriever = bm25s.BM25(
+        retriever = FlatBM25(
             k1=settings.k1, b=settings.b, delta=settings.delta, method=settings.method
         )
         ids = np.frombuffer(self._ids, dtype=np.int32) if self._ids else np.zeros(0, np.int32)
-        ends = np.frombuffer(self._ends, dtype=np.int64) if self._ends else np.zeros(0, np.int64)
+        lengths = (
+            np.frombuffer(self._lengths, dtype=np.int64) if self._lengths else np.zeros(0, np.int64)
+        )
         # An object with `ids` and `vocab`, as bm25s's Tokenized: the vocabulary is the
         # tokenizer's own dictionary, as `tokenize(..., return_as="tuple")` gives it.
-        corpus = _Tokenized(_TokenIds(ids, ends), self._tokenizer.get_vocab_dict())
+        corpus = _Tokenized(FlatTokens(ids, lengths), self._tokenizer.get_vocab_dict())
         retriever.index(corpus, show_progress=False)
-        size = len(ends)
-        self._ids, self._ends = array("i"), array("q")
+        size = len(lengths)
+        del corpus, ids, lengths
+        self._ids, self._lengths = array("i"), array("q")
         return BuiltBM25Index(self._tokenizer, retriever, size)
 
 
 class _Tokenized(NamedTuple):
-    ids: _TokenIds
+    ids: Any  # bm25_matrix.FlatTokens
     vocab: dict[str, int]
-
-
-class _TokenIds:
-    """Every document's token ids as lists (what bm25s iterates over), made on the fly from
-    one flat array and the offsets where each document ends."""
-
-    _BLOCK = 4096
-
-    def __init__(self, ids: Any, ends: Any) -> None:
-        self._ids = ids
-        self._ends = ends
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        ends = self._ends
-        start = 0
-        for first in range(0, len(ends), self._BLOCK):
-            stop = int(ends[min(first + self._BLOCK, len(ends)) - 1])
-            block = self._ids[start:stop].tolist()
-            previous = 0
-            for end in (ends[first : first + self._BLOCK] - start).tolist():
-                yield block[previous:end]
-                previous = end
-            start = stop
 
 
 class BuiltBM25Index:

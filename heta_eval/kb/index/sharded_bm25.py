@@ -186,6 +186,8 @@ class ShardBm25:
         import bm25s
         from bm25s import scoring
 
+        from heta_eval.kb.index.bm25_matrix import nep50_promotion, pair_scores, term_pairs
+
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         if self._tokens is None:
             raise RuntimeError("ShardBm25.index before tokenize")
@@ -198,24 +200,32 @@ class ShardBm25:
         for local, df in enumerate(frequencies.tolist()):
             if df != 0:
                 idf[local] = idf_of(df, N=chunks)
-        scores, rows, cols = scoring._build_scores_and_indices_for_matrix(
-            corpus_token_ids=self._token_lists(),
-            idf_array=idf,
-            avg_doc_len=average_length,
-            # bm25s sizes its arrays by the sum of these: the shard's (chunk, term) pairs
-            doc_frequencies={0: self._pairs},
-            k1=retriever.k1,
-            b=retriever.b,
-            delta=retriever.delta,
-            nonoccurrence_array=None,
-            method=retriever.method,
-            dtype=retriever.dtype,
-            int_dtype=retriever.int_dtype,
-            show_progress=False,
-        )
-        data, indices, indptr = retriever._np_csc(
-            data=scores, rows=rows, cols=cols, shape=(self.size, len(frequencies))
-        )
+        if nep50_promotion():  # bm25s's matrix in whole-array steps (bm25_matrix.py)
+            lengths = np.diff(self._bounds)
+            pairs = term_pairs(self._tokens, lengths)
+            data = pair_scores(retriever, pairs, lengths, average_length, idf, None)
+            indptr = np.zeros(len(frequencies) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(pairs.terms, minlength=len(frequencies)), out=indptr[1:])
+            indices = pairs.documents
+        else:
+            scores, rows, cols = scoring._build_scores_and_indices_for_matrix(
+                corpus_token_ids=self._token_lists(),
+                idf_array=idf,
+                avg_doc_len=average_length,
+                # bm25s sizes its arrays by the sum of these: the shard's (chunk, term) pairs
+                doc_frequencies={0: self._pairs},
+                k1=retriever.k1,
+                b=retriever.b,
+                delta=retriever.delta,
+                nonoccurrence_array=None,
+                method=retriever.method,
+                dtype=retriever.dtype,
+                int_dtype=retriever.int_dtype,
+                show_progress=False,
+            )
+            data, indices, indptr = retriever._np_csc(
+                data=scores, rows=rows, cols=cols, shape=(self.size, len(frequencies))
+            )
         retriever.scores = {
             "data": data.astype(retriever.dtype),
             "indices": indices,
