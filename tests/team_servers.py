@@ -17,6 +17,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def seed_sqlite_store(backend_uri: str) -> None:
+    """Give a new SQLite store of an `mlflow server` the migrated empty schema from the
+    store template (heta_eval/tracking/store_template.py; tests/test_store_template.py
+    shows a copy is the store MLflow makes itself), so the server starts without running
+    every migration first (several seconds of its start on this machine). Other stores,
+    and a store that exists already, are left to MLflow."""
+    from heta_eval.tracking.store_template import create_from_template
+
+    prefix = "sqlite:///"
+    if backend_uri.startswith(prefix):
+        database = Path(backend_uri.removeprefix(prefix))
+        if not database.exists():
+            database.parent.mkdir(parents=True, exist_ok=True)
+            create_from_template(database)
+
+
 def _pg_bin() -> Path:
     """Debian's PostgreSQL binaries (/usr/lib/postgresql/<major>/bin, the newest), or
     $HETA_EVAL_PG_BIN."""
@@ -124,6 +140,7 @@ def mlflow_server(
     not use) is off unless `env` turns it on: it costs seconds of CPU at start and holds the
     server up for seconds when it is stopped."""
     env = {JOB_EXECUTION: "false", **env}
+    seed_sqlite_store(backend_uri)
     port = free_port()
     log = artifacts.parent / "mlflow-server.log"
     command = [

@@ -37,8 +37,14 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     store = cwd / "team" / "mlflow.db"
     store.parent.mkdir()
     uri = f"sqlite:///{store}"
+    # A heta-eval cache of the module's own: the stores it remembers are this module's. The
+    # session's would also list those of every module this worker ran before (up to 20,
+    # servers killed since among them), and a lookup of an unknown run id tries each.
     env = user_env(
-        MLFLOW_TRACKING_URI=uri, COLUMNS=str(WIDTH), PYTHONWARNINGS="ignore::DeprecationWarning"
+        MLFLOW_TRACKING_URI=uri,
+        COLUMNS=str(WIDTH),
+        PYTHONWARNINGS="ignore::DeprecationWarning",
+        HETA_EVAL_CACHE=str(cwd / "cache"),
     )
     root = cwd / "elsewhere"
     proc = _run(
@@ -168,7 +174,7 @@ def test_compare_finds_the_store_the_run_was_logged_to(
     sweep: dict[str, Any], tmp_path: Path
 ) -> None:
     """Without MLFLOW_TRACKING_URI or a flag, the run is looked up in the stores heta-eval
-    wrote to (the test session's cache remembers them)."""
+    wrote to (the heta-eval cache of the module's runs remembers them)."""
     env = {k: v for k, v in sweep["env"].items() if k != "MLFLOW_TRACKING_URI"}
     parent = sweep["parent"].info.run_id
     proc = _run(tmp_path, env, "-m", "heta_eval.cli.compare", parent, "--no-log-to-mlflow")

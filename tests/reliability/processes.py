@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..conftest import REPO, user_env
+from ..team_servers import seed_sqlite_store
 
 # Test components (tests/faulty_components.py) are importable in the subprocesses.
 SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
@@ -95,6 +96,7 @@ class MlflowServer:
     def start(self, timeout: float = 180) -> None:
         """Start and wait until /health answers."""
         self.home.mkdir(parents=True, exist_ok=True)
+        seed_sqlite_store(f"sqlite:///{self.home / 'mlflow.db'}")
         log = (self.home / "server.log").open("ab")
         self.process = subprocess.Popen(
             [

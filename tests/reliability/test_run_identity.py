@@ -91,11 +91,12 @@ def test_two_configurations_sharing_a_run_directory_each_get_their_own_report(
 
 @pytest.mark.slow
 def test_edited_code_is_never_served_a_cached_result(tmp_path: Path) -> None:
-    # A checkout of heta_eval (package and conf/) that this test may edit, not in git.
+    # A checkout of heta_eval (package and conf/) that this test may edit, not in git. Its
+    # bytecode comes along (tests/bytecode.py wrote it; copytree keeps the sources' times),
+    # so each run does not compile the whole package again: Python checks each cached file
+    # against its source's time and size, and the edit below changes both.
     tree = tmp_path / "tree"
-    shutil.copytree(
-        REPO / "heta_eval", tree / "heta_eval", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    shutil.copytree(REPO / "heta_eval", tree / "heta_eval")
     shutil.copytree(REPO / "conf", tree / "conf")
     env = cli_env(PYTHONPATH=f"{tree}:{REPO}")
     root = tmp_path / "outputs"
