@@ -192,7 +192,8 @@ class FlatBM25(bm25s.BM25):
         tokenizer numbers them so), with bm25s's NumPy back end and NumPy 2's promotion."""
         if not isinstance(corpus, FlatTokens) or not len(corpus) or not len(unique_token_ids):
             return False
-        if self.csc_backend != "numpy" or not nep50_promotion():
+        # bm25s versions before its NumPy back end build with scipy (other index dtypes).
+        if getattr(self, "csc_backend", None) != "numpy" or not nep50_promotion():
             return False
         vocabulary = len(unique_token_ids)
         if sorted(unique_token_ids) != list(range(vocabulary)):
