@@ -190,3 +190,22 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     started = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - started
+
+
+def sample_report(root: Path, *overrides: str) -> Path:
+    """Evaluate the sample benchmark under `root` (a CLI run with `overrides`, outside any
+    MLflow settings of this environment); the path of its report.json."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "heta_eval", f"paths.root={root}", *overrides],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"the sample run failed:\n{proc.stderr[-3000:]}")
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("report: "))
+    return Path(line.removeprefix("report: "))

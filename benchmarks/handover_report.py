@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,25 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO
-
-
-def sample_report(root: Path) -> Path:
-    """report.json of an untracked run of the sample benchmark under `root`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run(
-        [sys.executable, "-m", "heta_eval", f"paths.root={root}", "tracking=none"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        sys.exit(f"the sample run failed:\n{proc.stderr[-3000:]}")
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("report: "))
-    return Path(line.removeprefix("report: "))
+from _common import sample_report
 
 
 def grown(report: Any, cases: int, items: int) -> Any:
@@ -103,7 +84,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        base = EvaluationReport.read_json(args.base or sample_report(root))
+        base = EvaluationReport.read_json(args.base or sample_report(root, "tracking=none"))
         report = grown(base, args.cases, args.items)
         path = report.write_json(root / "big" / "report.json")
         logged = report_for_logging(report).model_dump_json()

@@ -15,7 +15,6 @@ the page's size and the time it took to render.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import sample_report
 
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting import REPORT_HTML, write_html_report
@@ -44,23 +46,6 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
     "--hide-scrollbars",
 )
-
-
-def sample_report(root: Path) -> Path:
-    """Evaluate the sample benchmark under `root`; the path of its report.json."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "heta_eval", f"paths.root={root}", *SAMPLE_RUN],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        sys.exit(f"the sample run failed:\n{proc.stderr[-3000:]}")
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("report: "))
-    return Path(line.removeprefix("report: "))
 
 
 def screenshot(page: Path, png: Path, width: int, height: int, chromium: str) -> None:
@@ -94,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.report or sample_report(Path(tmp))
+        path = args.report or sample_report(Path(tmp), *SAMPLE_RUN)
         report = EvaluationReport.read_json(path)
     started = time.perf_counter()
     page = write_html_report(report, args.out / REPORT_HTML)
