@@ -21,9 +21,8 @@ import heapq
 import logging
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -174,11 +173,6 @@ class ShardBm25:
         self._vocabulary, self.size = vocabulary, len(lengths)
         return ShardTerms(terms, frequencies, len(lengths), int(self._bounds[-1]))
 
-    def _token_lists(self) -> Iterator[list[int]]:
-        tokens, bounds = self._tokens, self._bounds.tolist()
-        for start, end in pairwise(bounds):
-            yield tokens[start:end].tolist()
-
     def index(self, frequencies: np.ndarray, chunks: int, average_length: np.float64) -> None:
         """Pass 2: the shard's score matrix with the corpus's document frequencies (one per
         local term id), number of chunks and average length, computed by bm25s's own
@@ -186,7 +180,12 @@ class ShardBm25:
         import bm25s
         from bm25s import scoring
 
-        from heta_eval.kb.index.bm25_matrix import nep50_promotion, pair_scores, term_pairs
+        from heta_eval.kb.index.bm25_matrix import (
+            FlatTokens,
+            nep50_promotion,
+            pair_scores,
+            term_pairs,
+        )
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         if self._tokens is None:
@@ -200,8 +199,8 @@ class ShardBm25:
         for local, df in enumerate(frequencies.tolist()):
             if df != 0:
                 idf[local] = idf_of(df, N=chunks)
+        lengths = np.diff(self._bounds)
         if nep50_promotion():  # bm25s's matrix in whole-array steps (bm25_matrix.py)
-            lengths = np.diff(self._bounds)
             pairs = term_pairs(self._tokens, lengths)
             data = pair_scores(retriever, pairs, lengths, average_length, idf, None)
             indptr = np.zeros(len(frequencies) + 1, dtype=np.int64)
@@ -209,7 +208,7 @@ class ShardBm25:
             indices = pairs.documents
         else:
             scores, rows, cols = scoring._build_scores_and_indices_for_matrix(
-                corpus_token_ids=self._token_lists(),
+                corpus_token_ids=FlatTokens(self._tokens, lengths),
                 idf_array=idf,
                 avg_doc_len=average_length,
                 # bm25s sizes its arrays by the sum of these: the shard's (chunk, term) pairs
