@@ -54,5 +54,8 @@ def test_a_run_writes_with_the_modes_of_the_umask(
     assert len(reports) == 3 and {_mode(p) for p in reports} == {file_mode}, reports
     assert any("artifacts" in p.parts for p in reports)
     assert {_mode(p) for p in (root / "state").rglob("*") if p.is_file()} == {file_mode}
+    # The benchmark's documents, written by the object store's background writer.
+    raw = [p for p in root.rglob("*") if p.is_file() and "raw" in p.relative_to(root).parts]
+    assert raw and {_mode(p) for p in raw} == {file_mode}, raw[:3]
     assert {_mode(p) for p in (tmp_path / "embeddings").iterdir()} == {file_mode}
     assert EmbeddingCache(tmp_path / "embeddings").get("k" * 64, 2) is not None
