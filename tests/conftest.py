@@ -17,6 +17,7 @@ from heta_eval.kb import KnowledgeRecipe
 from heta_eval.records import BenchmarkWorkspace
 
 from .bytecode import compile_repository
+from .cli_in_process import CliResult, call_cli
 from .cpu_time import pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401 (hooks)
 from .schedule import heavy_first
 
@@ -107,6 +108,27 @@ def run_cli(tmp_path: Path) -> CliRunner:
             text=True,
             timeout=timeout,
         )
+
+    return run
+
+
+InProcessCli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> InProcessCli:
+    """Run `heta-eval ARGS` in this process, in tmp_path with outputs under tmp_path/outputs
+    (`root=` another root; `program=` another console script, which gets no paths.root)."""
+
+    def run(*args: str, root: Path | None = None, program: str = "heta-eval") -> CliResult:
+        argv = list(args)
+        if program == "heta-eval":
+            flags = [a for a in args if a.startswith("-")]
+            overrides = [a for a in args if not a.startswith("-")]
+            argv = [*flags, f"paths.root={root or tmp_path / 'outputs'}", *overrides]
+        return call_cli(program, argv, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
 
     return run
 

@@ -117,10 +117,6 @@ def objective(report: EvaluationReport | None, metric: str | None) -> float | No
     return report.score_summary[metric]
 
 
-# Set once a single run (not a sweep's job) has finished: its process may end at once.
-_finished_single_run = False
-
-
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
@@ -132,11 +128,8 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     from heta_eval.run.failures import FailureRateExceededError
     from heta_eval.run.runner import BenchmarkError
 
-    global _finished_single_run
     try:
-        value = objective(run(cfg), cfg.get("optimized_metric"))
-        _finished_single_run = HydraConfig.get().mode == RunMode.RUN
-        return value
+        return objective(run(cfg), cfg.get("optimized_metric"))
     except ConfigError as exc:
         print(f"heta-eval: invalid configuration\n{exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
@@ -183,46 +176,9 @@ def _discard_run_dir(cfg: DictConfig) -> None:
         log.debug("run directory left in place: %s", exc)
 
 
-# Hydra's flags after which no run follows: no tracker worker is started early for them.
-_NO_RUN_FLAGS = ("--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--info", "-i")
-_NO_RUN_FLAGS += ("--shell-completion", "-sc")
-_NO_TRACKED_RUN = {"tracking=none", "runner.dry_run=true"}
-
-
-def tracked_run_follows(argv: list[str]) -> bool:
-    """Whether these arguments start a tracked run (not Hydra's help, info or config views,
-    shell completion, a dry run or `tracking=none`)."""
-    for arg in argv:
-        if arg.partition("=")[0] in _NO_RUN_FLAGS or arg in _NO_TRACKED_RUN:
-            return False
-    return True
-
-
-_SERVICE_OVERRIDES = {"tracking.service", "+tracking.service", "++tracking.service"}
-
-
-def tracking_service_asked(argv: list[str]) -> bool:
-    """Whether these arguments hand a single run's tracking to the tracking service
-    (`tracking.service=true`): no tracker worker of its own is started early then. A sweep
-    keeps its own worker (`run.sweep_workers`)."""
-    if {"-m", "--multirun"} & set(argv):
-        return False
-    for arg in argv:
-        name, _, value = arg.partition("=")
-        if name in _SERVICE_OVERRIDES and value.lower() in ("true", "yes", "on", "1"):
-            return True
-    return False
-
-
 def main() -> None:
     """Console entry point of `heta-eval`: the Hydra app, with every Hydra flag as Hydra
     defines it (`heta-eval-info` lists our options)."""
-    if tracked_run_follows(sys.argv[1:]) and not tracking_service_asked(sys.argv[1:]):
-        from heta_eval.run.tracker_worker import start_early
-
-        # MLflow's import (two seconds) starts now, on another core, not once the
-        # configuration is composed and the run begins.
-        start_early()
     guard_hydra()
     if not {"-m", "--multirun"} & set(sys.argv[1:]):
         # A sweep's launching process has its own SIGTERM handling (run/sweep_callback.py).
@@ -237,38 +193,3 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(status)
-    if _finished_single_run:
-        exit_without_teardown()
-        return
-    from heta_eval.run import sweep_workers
-
-    if sweep_workers.enabled():
-        # A finished sweep whose jobs ran here: its exit handlers now (everything the jobs
-        # handed over is finished, the workers stopped), then no teardown of what they loaded.
-        import atexit
-
-        atexit._run_exitfuncs()
-        exit_without_teardown()
-
-
-def exit_without_teardown() -> None:
-    """End a finished run at once: its files are written, its tracking run ended and its
-    workers gone, and freeing the report, the index and every module would cost a SciFact
-    run about 0.3 s. Logs and output are flushed first. Returns (the normal exit follows)
-    when a thread other than this one is still running."""
-    import os
-    import threading
-
-    if any(
-        t.is_alive() and not t.daemon
-        for t in threading.enumerate()
-        if t is not threading.current_thread()
-    ):
-        return
-    logging.shutdown()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # output closed early (`heta-eval | head`): the normal way
-        return
-    os._exit(0)
