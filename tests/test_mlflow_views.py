@@ -26,7 +26,7 @@ import heta_eval
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.code_identity import git_commit
 from heta_eval.records import EvaluationReport
-from heta_eval.run.sweep_callback import SUMMARY_TABLE, SWEEP_ID_FILE
+from heta_eval.sweep.callback import SUMMARY_TABLE, SWEEP_ID_FILE
 from heta_eval.tracking.naming import (
     MAX_RUN_NAME,
     PRIMARY_MODE_TAG,

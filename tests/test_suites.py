@@ -329,8 +329,8 @@ def test_references_in_the_table_compare_like_with_like(
     from heta_eval import EvaluationReport
     from heta_eval.tracking.suite_render import to_markdown
     from heta_eval.tracking.suite_table import build_suite_table
-    from heta_eval.tracking.sweep_end import child_runs
-    from heta_eval.tracking.sweep_summary import job_rows
+    from heta_eval.sweep.end import child_runs
+    from heta_eval.sweep.summary import job_rows
 
     root, _ = sample_suite
     client, parent, _ = _parent(root)

@@ -97,7 +97,7 @@ def test_a_terminated_sweep_leaves_its_finished_jobs_complete(tmp_path: Path) ->
     # SIGTERM once a job has finished: what the jobs handed over is finished before the
     # process exits, so every job that finished has its complete run, and the parent ends
     # KILLED with their summary.
-    from heta_eval.tracking.sweep_summary import JOBS_DIR
+    from heta_eval.sweep.summary import JOBS_DIR
 
     root = tmp_path / "outputs"
     env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning")

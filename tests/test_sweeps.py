@@ -22,7 +22,7 @@ import pytest
 from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
-from heta_eval.run.sweep_callback import (
+from heta_eval.sweep.callback import (
     BEST_RUN_TAG,
     BEST_TABLE,
     PARENT_RUN_FILE,
@@ -32,7 +32,7 @@ from heta_eval.run.sweep_callback import (
     sweep_id,
 )
 from heta_eval.tracking.naming import table_column
-from heta_eval.tracking.sweep_summary import (
+from heta_eval.sweep.summary import (
     JOBS_DIR,
     SweepRow,
     best_scores,

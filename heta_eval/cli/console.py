@@ -107,10 +107,7 @@ def print_summary(report: EvaluationReport, job: str | None = None) -> None:
     print_reasons(console, report)
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     console.print(f"report: {run_dir}/report.json", soft_wrap=True)
-    from heta_eval.run import sweep_workers
-
-    # A sweep's job in the launching process hands its page over: written in a moment.
-    if (Path(run_dir) / "report.html").is_file() or sweep_workers.enabled():
+    if (Path(run_dir) / "report.html").is_file():
         console.print(f"html report: {run_dir}/report.html", soft_wrap=True)
     tracking = report.run.tracking
     console.print(f"tracking: {tracking.where or tracking.run_id or 'disabled'}", soft_wrap=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hydra
@@ -34,7 +35,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
     from heta_eval.run.assembly import assemble
     from heta_eval.run.lifecycle import evaluate
-    from heta_eval.tracking.sweep_ids import (
+    from heta_eval.sweep.ids import (
         parent_run_id,
         read_sweep_id,
         read_swept_keys,
@@ -54,13 +55,11 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         dry_run(components)
         return None
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    parent = sweep_id = job_num = None
+    parent = sweep_id = job_num = sweep_dir = None
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
-        from heta_eval.run import sweep_workers
-
-        # A sweep whose parent run the shared tracker worker is still opening: filled in there.
-        parent = parent_run_id(hydra_cfg.sweep.dir) or sweep_workers.parent_placeholder()
-        sweep_id = read_sweep_id(hydra_cfg.sweep.dir)
+        sweep_dir = Path(hydra_cfg.sweep.dir)
+        parent = parent_run_id(sweep_dir)
+        sweep_id = read_sweep_id(sweep_dir)
         job_num = int(hydra_cfg.job.num)
     overrides = list(hydra_cfg.overrides.task) if hydra_cfg is not None else []
     if hydra_cfg is not None and hydra_cfg.mode == RunMode.MULTIRUN:
@@ -72,6 +71,7 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         parent_run_id=parent,
         sweep_id=sweep_id,
         sweep_job=job_num,
+        sweep_dir=sweep_dir,
     )
     job = None
     if job_num is not None:
@@ -181,7 +181,7 @@ def main() -> None:
     defines it (`heta-eval-info` lists our options)."""
     guard_hydra()
     if not {"-m", "--multirun"} & set(sys.argv[1:]):
-        # A sweep's launching process has its own SIGTERM handling (run/sweep_callback.py).
+        # A sweep's launching process has its own SIGTERM handling (sweep/callback.py).
         stop_on_sigterm()
     try:
         _hydra_main()

@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from heta_eval.tracking.runs_frame import (
     RunsError,
@@ -65,7 +64,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             root=args.root,
             include_sweep_parents=args.include_sweep_parents,
         )
-        notes = _mark_handed_off(frame)
         if args.output is not None:
             path = write_frame(frame, args.output)
             print(f"{len(frame)} runs, {len(frame.columns)} columns written to {path}")
@@ -74,30 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_runs(frame, select_columns(frame, args.columns), fit=False)
         else:
             print_runs(frame, default_columns(frame))
-        for note in notes:
-            print(note)
     except RunsError as exc:
         print(f"heta-eval-runs: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def _mark_handed_off(frame: Any) -> list[str]:
-    """Runs that MLflow shows RUNNING whose logging a tracking service holds in its spool
-    (`run.handed_off`): their status becomes LOGGING (LOGGING FAILED), the spool file goes
-    in a `logging_spool` column; one line each to print below the table."""
-    from heta_eval.run.handed_off import handed_off
-
-    if frame.empty:
-        return []
-    running = frame["status"] == "RUNNING"
-    found = handed_off(frame.loc[running, "run_id"])
-    if not found:
-        return []
-    held = [found.get(run_id) for run_id in frame["run_id"]]
-    frame["status"] = [h.status if h else s for h, s in zip(held, frame["status"], strict=True)]
-    frame["logging_spool"] = [str(h.spool) if h else None for h in held]
-    return [f"{h.status}: {h.describe()}" for h in found.values()]
 
 
 def _print_suite(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""`heta-eval-sync`: upload what runs kept in their tracking outbox."""
+"""`heta-eval-sync`: replay run directories into MLflow (`tracking.sync`)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,29 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from heta_eval.redaction import mask_url_credentials
 from heta_eval.tracking.sync import sync
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point of `heta-eval-sync`; exit 0 when nothing is left to upload."""
+    """Console entry point of `heta-eval-sync`; exit 0 when nothing failed to replay."""
     parser = argparse.ArgumentParser(
         prog="heta-eval-sync",
-        description="Upload to MLflow the tracking data that runs kept in their outbox "
-        "while the tracking server was unreachable.",
+        description="Replay run directories into MLflow: those whose tracking failed, or, "
+        "with --uri, every tracked run and sweep under the root (into another store).",
     )
     parser.add_argument(
         "--root",
         type=Path,
         default=Path("outputs"),
-        help="paths.root of the runs (default: ./outputs); entries are in ROOT/tracking_outbox",
+        help="paths.root of the runs (default: ./outputs); its run and sweep directories "
+        "are searched for tracking.json",
     )
     parser.add_argument(
-        "--uri", default=None, help="tracking URI to upload to (default: the one each run used)"
+        "--uri",
+        default=None,
+        help="tracking URI to replay into (default: the one each run used; given: every "
+        "tracked run directory is replayed there)",
     )
     parser.add_argument(
         "--http-max-retries",
@@ -57,14 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = [r for r in results if r.error]
     for result in results:
         if result.error:
-            print(f"entry {result.entry_id}: NOT uploaded ({result.error}); run again later")
+            print(
+                f"{result.directory}: NOT replayed ({mask_url_credentials(result.error)}); "
+                "run again later"
+            )
         else:
             what = ", ".join(result.uploaded) or "nothing new"
-            print(f"entry {result.entry_id} -> run {result.run_id}: {what}")
-    for entry in waiting:
+            print(f"{result.directory} -> run {result.run_id}: {what}")
+    for directory in waiting:
         print(
-            f"entry {entry.entry_id}: its run has not ended (still running, or interrupted: "
-            "rerun the evaluation to finish it)"
+            f"{directory}: its run has not ended (still running, or interrupted: rerun the "
+            "evaluation to finish it)"
         )
     synced = len(results) - len(failed)
     print(f"synced {synced} run(s), {len(failed)} failed, {len(waiting)} waiting")

@@ -31,7 +31,6 @@ from heta_eval.records.query import (
     SourceRef,
 )
 from heta_eval.records.run import (
-    BenchmarkLoadReuse,
     CaseCounts,
     ReusedFrom,
     RunFacts,
@@ -48,7 +47,6 @@ __all__ = [
     "BenchmarkDocument",
     "BenchmarkEvidence",
     "BenchmarkExpected",
-    "BenchmarkLoadReuse",
     "BenchmarkManifest",
     "BenchmarkResource",
     "BenchmarkRunUnit",

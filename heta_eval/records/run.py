@@ -68,15 +68,6 @@ class ReusedFrom(Record):
     tracking_run_id: str | None = None
 
 
-class BenchmarkLoadReuse(Record):
-    """A sweep job that did not read its benchmark: it reused what an earlier job of the
-    same sweep process loaded (same benchmark configuration), after checking that none of
-    the files that load read had changed since (path, size, mtime, ctime and inode)."""
-
-    job: int | None = Field(default=None, description="the sweep job that read the benchmark")
-    files_checked: int = Field(ge=0, description="files and directories found unchanged")
-
-
 # Documents whose names are looked at to find the name most documents share.
 _NAME_SAMPLE = 64
 
@@ -163,11 +154,6 @@ class RunFacts(Record):
     output_dir: str | None = None
     tracking: TrackingRef = Field(default_factory=TrackingRef)
     reused_from: ReusedFrom | None = None
-    benchmark_load_reused: BenchmarkLoadReuse | None = Field(
-        default=None,
-        description="set when the benchmark's documents and cases (and their digest) came "
-        "from an earlier job of the same sweep process, its files unchanged",
-    )
 
     @field_validator("document_keys", mode="before")
     @classmethod

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig
@@ -84,12 +84,6 @@ class RunComponents:
     tracker: Tracker
     resolved: dict[str, Any]
     config_hash: str
-    # The unmasked `tracking` spec the tracker was created from (the tracker worker process
-    # creates the same tracker from it); only ever sent through a pipe, never written.
-    tracking_spec: dict[str, Any] = field(default_factory=dict, repr=False)
-    # Digest of the unmasked benchmark (and tuning) configuration: which jobs of a sweep may
-    # share one loaded benchmark (`run.sweep_loads`); never written.
-    benchmark_key: str = field(default="", repr=False)
 
     @property
     def top_k(self) -> int:
@@ -319,13 +313,4 @@ def assemble(cfg: DictConfig) -> RunComponents:
         tracker=tracker,
         resolved=masked,
         config_hash=config_hash(masked, _content_digests(recipe)),
-        tracking_spec=dict(resolved["tracking"]),
-        benchmark_key=benchmark_key(resolved),
     )
-
-
-def benchmark_key(resolved: Mapping[str, Any]) -> str:
-    """Digest of what creates the benchmark (its group and a tuning view of it)."""
-    material = {"benchmark": resolved.get("benchmark"), "tuning": resolved.get("tuning")}
-    payload = json.dumps(material, sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()

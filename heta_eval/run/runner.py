@@ -30,7 +30,6 @@ from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkContents,
-    BenchmarkLoadReuse,
     BenchmarkRunUnit,
     BenchmarkWorkspace,
     EvaluationCaseResult,
@@ -70,13 +69,11 @@ class BenchmarkError(ValueError):
 @dataclass(frozen=True)
 class LoadedBenchmark:
     """What `BenchmarkRunner.load` read: the contents, each document's sha256 (None when its
-    bytes could not be read, or are fetched from a URI later) and the digest of it all;
-    `reused` when an earlier job of the same sweep process read it (`run.sweep_loads`)."""
+    bytes could not be read, or are fetched from a URI later) and the digest of it all."""
 
     contents: BenchmarkContents
     data_digest: str
     document_sha256: dict[str, str | None] = field(default_factory=dict)
-    reused: BenchmarkLoadReuse | None = None
 
 
 def select_cases(
@@ -529,7 +526,6 @@ class BenchmarkRunner:
                 document_errors=document_errors,
                 cache=self.build_cache.stats.as_dict() | {"mode": self.build_cache.mode},
                 resumed_cases=len(journaled),
-                benchmark_load_reused=loaded.reused,
                 retried_cases=self.journal.retried if self.journal else 0,
                 timings_seconds={
                     # On the critical path; with a writer process, the time spent queuing

@@ -15,7 +15,6 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -31,9 +30,6 @@ log = logging.getLogger(__name__)
 
 DONE = "done.json"
 TRACKING = "tracking.json"
-STARTING = "tracking.starting.json"
-# How long a rerun waits for the tracking run a killed attempt's worker is still creating.
-STARTING_WAIT_SECONDS = 120.0
 JOURNAL = "journal.jsonl"
 REPORT = "report.json"
 
@@ -55,15 +51,6 @@ class TrackingMarker(Record):
 
     uri: str | None
     run_id: str
-
-
-class TrackingStart(Record):
-    """A tracking run a worker process is creating for this attempt: until the worker has
-    saved its id (or is gone), a rerun waits for it rather than open a second run."""
-
-    uri: str | None
-    pid: int
-    start_ticks: int | None = Field(default=None, description="tells a reused pid apart")
 
 
 @contextlib.contextmanager
@@ -143,10 +130,7 @@ class RunState:
         return marker, report
 
     def tracking_run(self, uri: str | None) -> str | None:
-        """The tracking run an interrupted attempt started at `uri`, to continue it. When
-        that attempt was killed while its tracker worker was still creating the run, the
-        worker goes on and saves it: this waits for that (or for the worker's end)."""
-        _await_tracking_start(self.directory, uri)
+        """The tracking run an interrupted attempt started at `uri`, to continue it."""
         try:
             marker = TrackingMarker.model_validate_json((self.directory / TRACKING).read_bytes())
         except (OSError, ValidationError):
@@ -155,7 +139,9 @@ class RunState:
 
     def save_tracking_run(self, uri: str | None, run_id: str | None) -> None:
         """Remember the tracking run of this attempt."""
-        save_tracking_run(self.directory, uri, run_id)
+        if run_id:
+            marker = TrackingMarker(uri=uri, run_id=run_id)
+            _write(self.directory, TRACKING, marker.model_dump_json())
 
     def mark_completed(
         self, report_path: Path, report: EvaluationReport, tracking_run_id: str | None
@@ -177,15 +163,6 @@ class RunState:
         _write(self.directory, name, text)
 
 
-def save_tracking_run(directory: Path, uri: str | None, run_id: str | None) -> None:
-    """Remember the tracking run of an attempt in the state `directory` (`RunState`'s; the
-    tracker worker process calls it once it has started the run)."""
-    if run_id:
-        _write(directory, TRACKING, TrackingMarker(uri=uri, run_id=run_id).model_dump_json())
-    with contextlib.suppress(FileNotFoundError):
-        (directory / STARTING).unlink()
-
-
 def save_completion(
     directory: Path,
     report_path: Path,
@@ -193,8 +170,7 @@ def save_completion(
     tracking_run_id: str | None,
     identity: RunIdentity | None = None,
 ) -> None:
-    """Record in the state `directory` that `report`'s identity finished (`RunState`'s; the
-    tracker worker of a sweep calls it once it has logged the job's report), keeping the
+    """Record in the state `directory` that `report`'s identity finished, keeping the
     state's own copy of the report."""
     identity = identity or report.run.identity
     if identity is None:
@@ -211,39 +187,6 @@ def save_completion(
         tracking_run_id=tracking_run_id,
     )
     _write(directory, DONE, marker.model_dump_json(indent=2))
-
-
-def note_tracking_start(directory: Path, uri: str | None, pid: int) -> None:
-    """Record, before asking it, that the worker process `pid` is creating this attempt's
-    tracking run (`save_tracking_run` clears it)."""
-    from heta_eval.run.process_alive import process_start_ticks
-
-    start = TrackingStart(uri=uri, pid=pid, start_ticks=process_start_ticks(pid))
-    _write(directory, STARTING, start.model_dump_json())
-
-
-def _await_tracking_start(directory: Path, uri: str | None) -> None:
-    from heta_eval.run.process_alive import same_process_running
-
-    path = directory / STARTING
-    try:
-        start = TrackingStart.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError):
-        return
-    if start.uri == uri and same_process_running(start.pid, start.start_ticks):
-        log.info(
-            "waiting for the tracking run the interrupted attempt's worker (pid %d) is "
-            "creating, to continue it",
-            start.pid,
-        )
-        deadline = time.monotonic() + STARTING_WAIT_SECONDS
-        while path.exists() and same_process_running(start.pid, start.start_ticks):
-            if time.monotonic() > deadline:
-                log.warning("the tracking worker pid %d did not finish; not waiting", start.pid)
-                break
-            time.sleep(0.05)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # saved by now, or never will be
 
 
 def _write(directory: Path, name: str, text: str) -> None:

@@ -19,8 +19,8 @@ from typing import Any
 
 from heta_eval.records import EvaluationReport
 from heta_eval.records.suite import SuiteDefinition, SuiteReference
+from heta_eval.sweep.summary import SweepRow, split_overrides
 from heta_eval.tracking.naming import PRIMARY_MODE_TAG, metric_name
-from heta_eval.tracking.sweep_summary import SweepRow, split_overrides
 
 SUITE_TAG = "heta_eval.suite"
 SUITE_MEMBER_TAG = "heta_eval.suite_member"

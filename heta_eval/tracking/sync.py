@@ -1,182 +1,225 @@
-"""`heta-eval-sync`: upload to MLflow the tracking data runs kept while it was unreachable.
+"""`heta-eval-sync`: replay run directories into MLflow.
 
-    heta-eval-sync                      # entries under ./outputs/tracking_outbox
+    heta-eval-sync                      # the unsynced run directories under ./outputs
     heta-eval-sync --root /data/evals   # the paths.root of the runs
-    heta-eval-sync --uri http://mlflow-host:5000   # another server than the runs used
+    heta-eval-sync --uri sqlite:///new.db   # every tracked run directory, into another store
 
-Each finished entry is replayed into its run: the run the evaluation created before the
-outage is continued, otherwise a run is created (tagged `heta_eval.outbox_id`, so that a
-sync interrupted after creating it finds it again instead of making a second). Each step
-(params, tags, metrics, case table, artifacts, final status) is marked done in the entry
-once it succeeded, and is itself safe to repeat; a synced entry is never sent again. An
-entry whose run is still going (or was killed and not resumed) waits.
+A run directory holds everything its MLflow run shows (`tracking.json`: name, tags, params;
+report.json and the files beside it), so a run whose tracking failed, or a store that was
+lost, is brought back from the directories alone. Sweeps come first (their parent runs),
+then runs (children re-attached to their sweep's parent), then each replayed sweep's
+summary. A run is found again by its `heta_eval.run_dir` tag, so a replay interrupted after
+creating a run continues it instead of making a second; every step is safe to repeat. A run
+directory whose run has not ended (still running, or killed and not resumed) waits.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heta_eval.records import EvaluationReport
 from heta_eval.tracking.access import access_problem
-from heta_eval.tracking.lenient import REJECTED_TAG, log_leniently
-from heta_eval.tracking.outbox import OUTBOX_TAG, Outbox, OutboxEntry
+from heta_eval.tracking.naming import RUN_DIR_TAG
+from heta_eval.tracking.projection import REPORT_JSON, log_params_and_tags, log_report, run_files
+from heta_eval.tracking.run_record import (
+    RECORD_FILE,
+    SWEEP_KIND,
+    TrackingRecord,
+    read_record,
+    write_record,
+)
 
 log = logging.getLogger(__name__)
+PARENT_TAG = "mlflow.parentRunId"
 
 
 @dataclass
 class SyncResult:
-    """What one entry's sync did."""
+    """What replaying one run (or sweep) directory did."""
 
-    entry_id: str
+    directory: Path
     run_id: str | None
-    uploaded: list[str]
+    uploaded: list[str] = field(default_factory=list)
     error: str | None = None
 
 
-def artifact_location(entry: OutboxEntry, uri: str | None, root: Path) -> str | None:
+@dataclass
+class ParentRef:
+    """A sweep's parent run in the store being synced (what the sweep summary needs)."""
+
+    client: Any
+    run_id: str
+    uri: str
+    root: Path
+
+
+def tracked_directories(root: Path) -> list[tuple[Path, TrackingRecord]]:
+    """Every run and sweep directory under `root` with a tracking record, sweeps first,
+    each group oldest first."""
+    found = []
+    for path in sorted(Path(root).rglob(RECORD_FILE)):
+        record = read_record(path.parent)
+        if record is not None:
+            found.append((path.parent, record))
+    found.sort(key=lambda item: (item[1].kind != SWEEP_KIND, item[1].start_time or 0))
+    return found
+
+
+def artifact_location(record: TrackingRecord, uri: str, root: Path) -> str | None:
     """Where an experiment the sync creates keeps its artifacts: where the run meant to
     (same store), beside a SQLite store's file, under `root` for another database store;
-    a tracking server or file store decides itself. Never MLflow's default for a database,
-    `./mlruns` of whatever directory the sync runs in."""
+    a tracking server or file store decides itself."""
     from heta_eval.tracking.mlflow_tracker import is_database_uri
     from heta_eval.tracking.sqlite_store import sqlite_path
 
-    target = uri or entry.uri
-    if target == entry.uri and entry.artifact_location:
-        return entry.artifact_location
-    if not is_database_uri(target):
+    if uri == record.uri and record.artifact_location:
+        return record.artifact_location
+    if not is_database_uri(uri):
         return None
-    database = sqlite_path(target)
+    database = sqlite_path(uri)
     if database is not None and database.name != ":memory:":
         return (database.expanduser().resolve().parent / "mlruns").as_uri()
     return (root / "mlruns").resolve().as_uri()
 
 
-def _experiment_id(client: Any, entry: OutboxEntry, location: str | None) -> str:
-    found = client.get_experiment_by_name(entry.experiment)
+def _experiment_id(client: Any, record: TrackingRecord, location: str | None) -> str:
+    found = client.get_experiment_by_name(record.experiment)
     if found is not None:
-        return found.experiment_id
+        return str(found.experiment_id)
     try:
-        return client.create_experiment(entry.experiment, artifact_location=location)
+        return str(client.create_experiment(record.experiment, artifact_location=location))
     except Exception:
-        found = client.get_experiment_by_name(entry.experiment)
+        found = client.get_experiment_by_name(record.experiment)
         if found is None:
             raise
-        return found.experiment_id
+        return str(found.experiment_id)
 
 
-def _run(client: Any, entry: OutboxEntry, location: str | None) -> tuple[Any, bool]:
-    """The entry's run on the server (found or created) and whether it was created now."""
-    if entry.server_run_id:
+def _run(
+    client: Any, directory: Path, record: TrackingRecord, uri: str, root: Path, parent: str | None
+) -> tuple[str, bool]:
+    """The directory's run in the target store (continued, found again or created) and
+    whether it was created now."""
+    if uri == record.uri and record.run_id:
         try:
-            return client.get_run(entry.server_run_id), False
+            run = client.get_run(record.run_id)
+            if run.info.lifecycle_stage == "active":
+                return record.run_id, False
         except Exception as exc:
             if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
                 raise
-    experiment_id = _experiment_id(client, entry, location)
-    found = client.search_runs(
-        [experiment_id], filter_string=f"tags.`{OUTBOX_TAG}` = '{entry.entry_id}'"
-    )
+    experiment_id = _experiment_id(client, record, artifact_location(record, uri, root))
+    where = str(directory.resolve()).replace("'", "\\'")
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_DIR_TAG}` = '{where}'")
     if found:
-        return found[0], False
-    tags = {**entry.tags, OUTBOX_TAG: entry.entry_id}
-    start = int(entry.created_at.timestamp() * 1000)
-    run = client.create_run(experiment_id, start_time=start, tags=tags, run_name=entry.run_name)
-    return run, True
+        return found[0].info.run_id, False
+    tags = _tags(directory, record, parent)
+    run = client.create_run(
+        experiment_id, start_time=record.start_time, tags=tags, run_name=record.run_name
+    )
+    return run.info.run_id, True
 
 
-def sync_entry(outbox: Outbox, entry: OutboxEntry, uri: str | None = None) -> SyncResult:
-    """Upload one finished entry; each step is recorded in the entry as it completes."""
-    location = artifact_location(entry, uri, outbox.directory.parent)
-    from mlflow.entities import Metric, Param, RunTag
+def _tags(directory: Path, record: TrackingRecord, parent: str | None) -> dict[str, str]:
+    tags = {k: v for k, v in record.tags.items() if k != PARENT_TAG}
+    tags.setdefault(RUN_DIR_TAG, str(directory.resolve()))
+    if parent:
+        tags[PARENT_TAG] = parent
+    return tags
 
+
+def replay(
+    client: Any,
+    directory: Path,
+    record: TrackingRecord,
+    uri: str,
+    root: Path,
+    parent: str | None = None,
+) -> SyncResult:
+    """Replay one run directory (a report's, or a sweep's parent without its summary)."""
+    run_id, created = _run(client, directory, record, uri, root, parent)
+    result = SyncResult(directory, run_id, ["run created"] if created else [])
+    refused = log_params_and_tags(client, run_id, record.params, _tags(directory, record, parent))
+    result.uploaded.append(f"{len(record.params)} params")
+    report_path = directory / REPORT_JSON
+    if record.kind != SWEEP_KIND and report_path.is_file():
+        report = EvaluationReport.model_validate_json(report_path.read_bytes())
+        refused += log_report(client, run_id, report, run_files(directory))
+        result.uploaded.append("report")
+    if refused:
+        result.uploaded.append(f"{len(refused)} refused by MLflow ({'; '.join(refused[:3])})")
+    if record.kind != SWEEP_KIND and record.status:
+        client.set_terminated(run_id, status=record.status)
+        result.uploaded.append(f"status {record.status}")
+    return result
+
+
+def finish_sweep(
+    client: Any, directory: Path, record: TrackingRecord, uri: str, root: Path, run_id: str
+) -> None:
+    """Summarise a replayed sweep into its parent (quietly) and end it with its status."""
+    from heta_eval.records.suite import suite_from_config
+    from heta_eval.sweep.end import summarise_sweep
+
+    suite = record.sweep.get("suite")
+    summarise_sweep(
+        ParentRef(client, run_id, uri, root),
+        directory,
+        record.sweep.get("optimized"),
+        suite_from_config(suite) if suite else None,
+        quiet=True,
+    )
+    client.set_terminated(run_id, status=record.status or "FINISHED")
+
+
+def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[Path]]:
+    """Replay the run directories under `root` that MLflow lacks (with `uri`: every tracked
+    one, into that store); (results, directories whose run has not ended)."""
     from heta_eval.tracking.sqlite_store import open_client
 
-    client = open_client(uri or entry.uri)
-    uploaded: list[str] = []
-    run, created = _run(client, entry, location)
-    run_id = run.info.run_id
-    if created or entry.server_run_id != run_id:
-        entry = _saved(outbox, entry, server_run_id=run_id)
-        uploaded.append("run")
-
-    def step(name: str) -> bool:
-        return name not in entry.done
-
-    rejected: list[str] = []
-    if step("params"):
-        # A param cannot change: send only those the run lacks.
-        params = [Param(k, v) for k, v in entry.params.items() if k not in run.data.params]
-        refused = log_leniently(client, run_id, params=params)
-        rejected += refused
-        entry = _done(outbox, entry, "params")
-        uploaded.append(f"{len(params) - len(refused)} params")
-    if step("tags"):
-        tags = [RunTag(k, v) for k, v in {**entry.tags, OUTBOX_TAG: entry.entry_id}.items()]
-        rejected += log_leniently(client, run_id, tags=tags)
-        entry = _done(outbox, entry, "tags")
-    if step("metrics"):
-        # Same key, value, timestamp and step: the store keeps one, so a repeat adds nothing.
-        metrics = [Metric(k, v, t, s) for k, v, t, s in entry.metrics]
-        refused = log_leniently(client, run_id, metrics=metrics)
-        rejected += refused
-        entry = _done(outbox, entry, "metrics")
-        uploaded.append(f"{len(metrics) - len(refused)} metrics")
-    if rejected:
-        # Said on the run and by the command; the rest of the entry is uploaded.
-        note = f"{len(rejected)} item(s): {'; '.join(rejected[:20])}"[:5000]
-        client.set_tag(run_id, REJECTED_TAG, note)
-        uploaded.append(f"{len(rejected)} refused by MLflow ({'; '.join(rejected[:3])})")
-    if step("table"):
-        if entry.table is not None:
-            names = {a.path for a in client.list_artifacts(run_id)}
-            if entry.table_name not in names:  # log_table appends to an existing table
-                data = json.loads(outbox.file(entry, entry.table).read_text(encoding="utf-8"))
-                client.log_table(run_id, data=data, artifact_file=entry.table_name)
-            uploaded.append(entry.table_name)
-        entry = _done(outbox, entry, "table")
-    if step("artifacts"):
-        for name in entry.artifacts:
-            client.log_artifact(run_id, str(outbox.file(entry, name)))  # overwrites
-            uploaded.append(name)
-        entry = _done(outbox, entry, "artifacts")
-    if step("status"):
-        client.set_terminated(run_id, status=entry.status)
-        entry = _done(outbox, entry, "status")
-        uploaded.append(f"status {entry.status}")
-    _saved(outbox, entry, synced=True)
-    return SyncResult(entry.entry_id, run_id, uploaded)
-
-
-def _saved(outbox: Outbox, entry: OutboxEntry, **fields: Any) -> OutboxEntry:
-    entry = entry.model_copy(update=fields)
-    outbox.save(entry)
-    return entry
-
-
-def _done(outbox: Outbox, entry: OutboxEntry, name: str) -> OutboxEntry:
-    return _saved(outbox, entry, done=[*entry.done, name])
-
-
-def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[OutboxEntry]]:
-    """Upload every pending entry under `root`; (results, entries still running)."""
-    outbox = Outbox(root)
+    clients: dict[str, Any] = {}
     results: list[SyncResult] = []
-    waiting: list[OutboxEntry] = []
-    for entry in outbox.entries():
-        if entry.synced:
+    waiting: list[Path] = []
+    parents: dict[str, str] = {}  # sweep directory -> its parent run in the target store
+    sweeps: list[tuple[Path, TrackingRecord, str]] = []
+    for directory, record in tracked_directories(root):
+        target = uri or record.uri
+        again = record.synced and target == record.uri
+        if record.kind == SWEEP_KIND and again and record.run_id:
+            parents[str(directory.resolve())] = record.run_id
+        if again:
             continue
-        if entry.status is None:
-            waiting.append(entry)
+        if record.status is None:
+            waiting.append(directory)
             continue
         try:
-            results.append(sync_entry(outbox, entry, uri))
+            client = clients.get(target) or clients.setdefault(target, open_client(target))
+            parent = parents.get(record.sweep_dir or "")
+            result = replay(client, directory, record, target, root, parent)
+            if record.kind == SWEEP_KIND:
+                parents[str(directory.resolve())] = str(result.run_id)
+                sweeps.append((directory, record, str(result.run_id)))
+            elif target == record.uri:
+                write_record(
+                    directory, record.model_copy(update={"run_id": result.run_id, "synced": True})
+                )
+            results.append(result)
         except Exception as exc:
-            refused = access_problem(uri or entry.uri, exc, entry.experiment)
+            refused = access_problem(target, exc, record.experiment)
             reason = refused or f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            results.append(SyncResult(entry.entry_id, entry.server_run_id, [], reason))
+            results.append(SyncResult(directory, record.run_id, [], reason))
+    for directory, record, run_id in sweeps:
+        target = uri or record.uri
+        try:
+            finish_sweep(clients[target], directory, record, target, root, run_id)
+            if target == record.uri:
+                write_record(
+                    directory, record.model_copy(update={"run_id": run_id, "synced": True})
+                )
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            results.append(SyncResult(directory, run_id, [], f"sweep summary: {reason}"))
     return results, waiting

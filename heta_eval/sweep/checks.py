@@ -19,7 +19,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
@@ -146,14 +145,5 @@ class ValidateSweepJobs(Callback):
         target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
         if target == BASIC_SWEEPER:
             check_sweep(config)
-            launcher = str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
-            if launcher == BASIC_LAUNCHER:
-                from hydra.core.global_hydra import GlobalHydra
-
-                from heta_eval.cli.sweep_compose import keep_compositions
-
-                # The sweeper composes every job now; the launcher, in this process (others
-                # ship the loader to their workers), takes its compositions.
-                keep_compositions(GlobalHydra.instance().config_loader())
         elif "optuna" in target.lower():
             check_search(config)

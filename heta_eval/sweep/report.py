@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from heta_eval.tracking.naming import PRIMARY_MODE_TAG
-from heta_eval.tracking.sweep_summary import (
+from heta_eval.sweep.summary import (
     BestScore,
     SweepRow,
     differing_overrides,
     split_overrides,
 )
+from heta_eval.tracking.naming import PRIMARY_MODE_TAG
 
 MAX_ERROR = 60  # characters of a failed job's error shown in its row
 SWEEP_NOTE_START = "heta_eval sweep of "

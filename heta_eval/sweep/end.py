@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heta_eval.tracking.run_context import NOTE_TAG
-from heta_eval.tracking.sweep_report import (
+from heta_eval.sweep.report import (
     SWEEP_NOTE_START,
     compare_command,
     print_sweep_end,
     sweep_note,
 )
-from heta_eval.tracking.sweep_summary import (
+from heta_eval.sweep.summary import (
     SweepRow,
     best_scores,
     best_table,
@@ -31,6 +30,7 @@ from heta_eval.tracking.sweep_summary import (
     read_job_records,
     summary_table,
 )
+from heta_eval.tracking.run_context import NOTE_TAG
 
 __all__ = ["SweepRow", "child_runs", "summarise_sweep"]
 
@@ -50,7 +50,11 @@ MAX_NOTE = 7500  # MLflow's tag values hold 8,000 characters
 
 
 def summarise_sweep(
-    tracker: Any, sweep_dir: Path, optimized_metric: str | None, suite: Any = None
+    tracker: Any,
+    sweep_dir: Path,
+    optimized_metric: str | None,
+    suite: Any = None,
+    quiet: bool = False,
 ) -> list[SweepRow]:
     """Log the summary tables, best/* metrics and tags to the parent run `tracker.run_id`,
     print the jobs' table; return the rows (one per job). A suite's sweep (`suite`, a
@@ -86,7 +90,7 @@ def summarise_sweep(
                 metrics.append(Metric(f"{top.metric}.{stat}", bound, stamp, 0))
                 values[f"{top.metric}.{stat}"] = bound
         # The Headline chart group, first in MLflow's chart view, as each job has it.
-        from heta_eval.tracking.mlflow_tracker import headline_section
+        from heta_eval.tracking.projection import headline_section
 
         for name, value, step in headline_section(top.metric, values):
             metrics.append(Metric(name, value, stamp, step))
@@ -125,6 +129,8 @@ def summarise_sweep(
     log.info(
         "sweep %s: %d job(s) finished, %d failed", run_id, len(finished), len(rows) - len(finished)
     )
+    if quiet:  # a replay (heta-eval-sync): nothing printed
+        return rows
     try:
         from heta_eval.tracking.mlflow_tracker import default_tracking_uri
 
@@ -143,9 +149,9 @@ def summarise_sweep(
 def log_suite_table(client: Any, run_id: str, rows: list[SweepRow], suite: Any) -> Any:
     """Build the suite's table and log it to the parent run as suite_table.md, .html (MLflow's
     artifact view renders it) and .json."""
+    from heta_eval.sweep.summary import differing_overrides
     from heta_eval.tracking.suite_render import SUITE_FILES, to_texts
     from heta_eval.tracking.suite_table import build_suite_table
-    from heta_eval.tracking.sweep_summary import differing_overrides
 
     varied = [k for k in differing_overrides(rows) if k != suite.member_key]
     table = build_suite_table(rows, suite, client, varied=varied)

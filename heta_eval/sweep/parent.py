@@ -1,27 +1,35 @@
-"""The MLflow calls of a sweep's parent run: create it or resume this sweep's unfinished one
-(`open_parent`), log its params (never changed once logged) and tags, end the runs a killed
-local job left RUNNING, summarise the sweep into it and end it (`close_parent`). They run in
-the tracker worker (`sweep_call`, through `parent_process.ParentProcess`), or in the
-launching process when there is no worker."""
+"""The MLflow calls of a sweep's parent run, made in the launching process: create it or
+resume this sweep's unfinished one (`open_parent`), log its params (never changed once
+logged) and tags, end the runs a killed local job left RUNNING, summarise the sweep into it
+and end it (`close_parent`).
+
+Like a run's, the parent's record is its directory's `tracking.json` (the sweep directory):
+written before MLflow is asked, marked synced once MLflow holds the summary, so that
+`heta-eval-sync` can replay a sweep whose tracking failed, or bring it into another store."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from heta_eval.tracking.naming import param_value
-from heta_eval.tracking.sweep_end import child_runs, summarise_sweep
-from heta_eval.tracking.sweep_ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
+from heta_eval.redaction import mask_url_credentials
+from heta_eval.sweep.end import child_runs, summarise_sweep
+from heta_eval.sweep.ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
+from heta_eval.tracking.naming import RUN_DIR_TAG, param_value
+from heta_eval.tracking.run_context import context_tags
+from heta_eval.tracking.run_record import SWEEP_KIND as RECORD_SWEEP
+from heta_eval.tracking.run_record import TrackingRecord, read_record, write_record
 
 # Launchers whose jobs are processes of the launching one (they end when it ends): at exit,
 # their child runs still RUNNING are ended KILLED. SLURM jobs outlive the launcher.
 LOCAL_LAUNCHERS = frozenset({"basic", "joblib", "local_parallel", "submitit_local"})
 TAGS_PER_BATCH = 100  # MLflow's per-request limits
 
-log = logging.getLogger("heta_eval.run.sweep_callback")  # the callback's own log, wherever it runs
+log = logging.getLogger("heta_eval.sweep.callback")  # the callback's own log, wherever it runs
 
 
 def unfinished_parent(client: Any, experiment_id: str, sid: str) -> Any:
@@ -65,27 +73,14 @@ def end_orphans(client: Any, experiment_id: str, run_id: str, started_ms: int) -
 
 
 def warn_not_created(sweep_dir: Path, root: Path, refused: str | None, exc: BaseException) -> None:
-    """Say that the parent run was not created (`refused`: why the server refused), and
-    where the jobs keep their tracking data."""
-    if refused:
-        log.warning(
-            "MLflow parent run of sweep %s not created: %s. The jobs keep their "
-            "tracking data in %s/tracking_outbox (upload it once you have access "
-            "with: heta-eval-sync --root %s)",
-            sweep_dir,
-            refused,
-            root,
-            root,
-        )
-        return
+    """Say that the parent run was not created (`refused`: why the server refused); the
+    sweep and job directories keep everything for `heta-eval-sync`."""
+    why = refused or f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
     log.warning(
-        "MLflow parent run of sweep %s not created (%s: %s); the jobs run without "
-        "a parent run and keep their tracking data in %s/tracking_outbox if MLflow "
-        "stays unreachable (upload with: heta-eval-sync --root %s)",
+        "MLflow parent run of sweep %s not created (%s); the jobs run and their directories "
+        "keep everything: replay the sweep with heta-eval-sync --root %s",
         sweep_dir,
-        type(exc).__name__,
-        str(exc).splitlines()[0][:300] if str(exc) else "",
-        root,
+        why,
         root,
     )
 
@@ -105,16 +100,34 @@ def open_parent(
     params: dict[str, str],
     tags: dict[str, str],
     run_name: str,
+    summary: dict[str, Any] | None = None,
 ) -> str:
-    """Create the parent run, or resume this sweep's unfinished one; its run id. A parent
-    that cannot be created raises (no outbox entry for it); once it exists, a failure ends
-    it FAILED and raises, and later an outage keeps its final status in the outbox."""
-    tracker.use_outbox = False
+    """Create the parent run, or resume this sweep's unfinished one; its run id. The
+    sweep's record is written first; a parent that cannot be created raises, and once it
+    exists, a failure ends it FAILED and raises."""
+    all_tags = {**context_tags(tags), RUN_DIR_TAG: str(sweep_dir.resolve())}
+    record = write_record(
+        sweep_dir,
+        TrackingRecord(
+            kind=RECORD_SWEEP,
+            uri=mask_url_credentials(tracker.uri),
+            experiment=tracker.experiment,
+            artifact_location=tracker.artifact_location,
+            run_name=run_name or f"sweep {sweep_dir.name}",
+            tags=all_tags,
+            params={k: param_value(v) for k, v in params.items()},
+            start_time=int(time.time() * 1000),
+            sweep=summary or {},
+        ),
+    )
     # Creates the store and the experiment here, before any (parallel) job starts.
     experiment_id = tracker.experiment_id()
     previous = unfinished_parent(tracker.client, experiment_id, sid)
     if previous is None:
-        tracker.start(run_name=run_name or f"sweep {sweep_dir.name}", config={}, tags=tags)
+        run = tracker.client.create_run(
+            experiment_id, start_time=record.start_time, run_name=record.run_name, tags=all_tags
+        )
+        tracker.run_id = run.info.run_id
     else:
         tracker.run_id = previous.info.run_id
         tracker.client.update_run(tracker.run_id, status="RUNNING")
@@ -136,9 +149,12 @@ def open_parent(
         set_tags(tracker.client, tracker.run_id, tags)
     except Exception:
         with contextlib.suppress(Exception):
-            tracker.end("FAILED")
+            tracker.client.set_terminated(tracker.run_id, status="FAILED")
         raise
-    tracker.use_outbox = True
+    write_record(
+        sweep_dir,
+        record.model_copy(update={"run_id": tracker.run_id, "tags": {**all_tags, **tags}}),
+    )
     return str(tracker.run_id)
 
 
@@ -158,6 +174,7 @@ def close_parent(
     killed local job left RUNNING first."""
     run_id = tracker.run_id
     status = exit_status or "FINISHED"
+    synced = True
     try:
         if exit_status is not None:
             parent = tracker.client.get_run(run_id)
@@ -180,48 +197,22 @@ def close_parent(
             )
     except Exception as exc:  # the sweep ran; a missing summary does not fail it
         log.warning("could not summarise sweep run %s: %s", run_id, exc)
+        synced = False
     try:
-        tracker.end(status)  # an unreachable server: the status goes to the outbox
+        tracker.client.set_terminated(run_id, status=status)
     except Exception as exc:
-        log.warning("could not end sweep run %s: %s", run_id, exc)
-
-
-def sweep_call(tracker: Any, call: dict[str, Any]) -> Any:
-    """The tracker worker's `sweep_start` and `sweep_end` calls (`parent_process`): the
-    parent run opened (its id, or `{"failed", "refused"}`) and closed (what it printed)."""
-    import io
-    import os
-
-    if call["op"] == "sweep_start":
-        try:
-            return open_parent(
-                tracker,
-                Path(call["sweep_dir"]),
-                call["sid"],
-                call["params"],
-                call["tags"],
-                call["run_name"],
-            )
-        except Exception as exc:
-            from heta_eval.tracking.access import access_problem
-
-            return {
-                "failed": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                "refused": access_problem(tracker.uri, exc, tracker.experiment),
-            }
-    from heta_eval.records.suite import suite_from_config
-
-    tracker.run_id = tracker.run_id or call["run_id"]
-    suite = suite_from_config(call["suite"]) if call.get("suite") else None
-    os.environ["COLUMNS"] = str(call.get("columns") or 80)  # the table as wide as the run's
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        close_parent(
-            tracker,
-            Path(call["sweep_dir"]),
-            call.get("optimized"),
-            suite,
-            exit_status=call.get("exit_status"),
-            end_orphans_since=call.get("end_orphans_since"),
+        synced = False
+        log.warning(
+            "could not end sweep run %s: %s; replay it with heta-eval-sync --root %s",
+            run_id,
+            exc,
+            tracker.root,
         )
-    return printed.getvalue()
+    mark_sweep(sweep_dir, status, synced)
+
+
+def mark_sweep(sweep_dir: Path, status: str, synced: bool) -> None:
+    """The sweep's record ends with `status` (`synced`: MLflow holds its summary)."""
+    record = read_record(sweep_dir)
+    if record is not None:
+        write_record(sweep_dir, record.model_copy(update={"status": status, "synced": synced}))

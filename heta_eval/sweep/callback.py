@@ -17,11 +17,11 @@ and SIGHUP are turned into that same exit (the parent ends KILLED), so a sweep t
 never leaves its parent RUNNING. Jobs that fail before their run exists are seen through
 `on_job_end`, which leaves one small JSON record per job in the sweep directory.
 
-With the basic launcher (the jobs run in this process, one after another) the jobs share one
-MLflow tracker worker and one report.html figure worker (`run.sweep_workers`); the summary
-first waits for everything the jobs handed over. The parts: `sweep_ids` (the sweep id, the
-parent's tags, the files the jobs read), `sweep_config` (the parent's name, params and tags
-from the configuration), `sweep_parent` (its MLflow calls), `sweep_end` (the summary).
+With the basic launcher the jobs run in this process, one after another: MLflow is imported
+once and each tracking URI has one client (`tracking.sqlite_store.open_client`). The parts:
+`ids` (the sweep id, the parent's tags, the files the jobs read), `config` (the parent's
+name, params and tags from the configuration), `parent` (its MLflow calls), `end` (the
+summary).
 """
 
 from __future__ import annotations
@@ -39,37 +39,39 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from heta_eval.config.secrets import mask_override
-from heta_eval.tracking.access import access_problem
-from heta_eval.tracking.suite_table import SUITE_TAG
 
 # Re-exported: what the jobs, the runs views and the tests import from here.
-from heta_eval.tracking.sweep_config import (
+from heta_eval.sweep.config import (
     mlflow_tracker,
     parent_fields,
     parent_name,
 )
-from heta_eval.tracking.sweep_config import suite as sweep_suite
-from heta_eval.tracking.sweep_end import BEST_RUN_TAG as BEST_RUN_TAG
-from heta_eval.tracking.sweep_end import BEST_TABLE as BEST_TABLE
-from heta_eval.tracking.sweep_end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
-from heta_eval.tracking.sweep_end import PARENT_TAG as PARENT_TAG
-from heta_eval.tracking.sweep_end import SUMMARY_TABLE as SUMMARY_TABLE
-from heta_eval.tracking.sweep_ids import KIND_TAG as KIND_TAG
-from heta_eval.tracking.sweep_ids import PARENT_RUN_FILE as PARENT_RUN_FILE
-from heta_eval.tracking.sweep_ids import SWEEP_ID_FILE as SWEEP_ID_FILE
-from heta_eval.tracking.sweep_ids import SWEEP_ID_TAG as SWEEP_ID_TAG
-from heta_eval.tracking.sweep_ids import SWEEP_KIND as SWEEP_KIND
-from heta_eval.tracking.sweep_ids import SWEPT_KEYS_FILE as SWEPT_KEYS_FILE
-from heta_eval.tracking.sweep_ids import parent_run_id as parent_run_id
-from heta_eval.tracking.sweep_ids import read_sweep_id as read_sweep_id
-from heta_eval.tracking.sweep_ids import read_swept_keys as read_swept_keys
-from heta_eval.tracking.sweep_ids import sweep_id
-from heta_eval.tracking.sweep_ids import swept_first as swept_first
-from heta_eval.tracking.sweep_parent import (
+from heta_eval.sweep.config import suite as sweep_suite
+from heta_eval.sweep.end import BEST_RUN_TAG as BEST_RUN_TAG
+from heta_eval.sweep.end import BEST_TABLE as BEST_TABLE
+from heta_eval.sweep.end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
+from heta_eval.sweep.end import PARENT_TAG as PARENT_TAG
+from heta_eval.sweep.end import SUMMARY_TABLE as SUMMARY_TABLE
+from heta_eval.sweep.ids import KIND_TAG as KIND_TAG
+from heta_eval.sweep.ids import PARENT_RUN_FILE as PARENT_RUN_FILE
+from heta_eval.sweep.ids import SWEEP_ID_FILE as SWEEP_ID_FILE
+from heta_eval.sweep.ids import SWEEP_ID_TAG as SWEEP_ID_TAG
+from heta_eval.sweep.ids import SWEEP_KIND as SWEEP_KIND
+from heta_eval.sweep.ids import SWEPT_KEYS_FILE as SWEPT_KEYS_FILE
+from heta_eval.sweep.ids import parent_run_id as parent_run_id
+from heta_eval.sweep.ids import read_sweep_id as read_sweep_id
+from heta_eval.sweep.ids import read_swept_keys as read_swept_keys
+from heta_eval.sweep.ids import sweep_id
+from heta_eval.sweep.ids import swept_first as swept_first
+from heta_eval.sweep.parent import (
     LOCAL_LAUNCHERS,
+    close_parent,
+    open_parent,
     warn_not_created,
 )
-from heta_eval.tracking.sweep_summary import write_job_record
+from heta_eval.sweep.summary import write_job_record
+from heta_eval.tracking.access import access_problem
+from heta_eval.tracking.suite_table import SUITE_TAG
 
 __all__ = ["MlflowSweepCallback", "parent_name", "sweep_id"]
 
@@ -112,10 +114,9 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         logging.getLogger("alembic").setLevel(logging.WARNING)
-        found = mlflow_tracker(config)
-        if found is None:
+        tracker = mlflow_tracker(config)
+        if tracker is None:
             return
-        tracker, spec = found
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         fields = parent_fields(config, sweep_dir, kwargs.get("config_name"))
@@ -128,69 +129,31 @@ class MlflowSweepCallback(Callback):
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
-        from heta_eval.tracking.naming import source_name
-
-        # This process's program, not the tracker worker's that creates the run.
-        tags["mlflow.source.name"] = source_name()
         # The jobs name their runs with the swept settings first (`#1 sample/bm25 chunk_size=128`).
         (sweep_dir / SWEPT_KEYS_FILE).write_text(json.dumps(sorted(swept)), encoding="utf-8")
         self._run_name = parent_name(tags, overrides, swept)
         self._launcher = params["sweep.launcher"]
         self._started_ms = _now_ms()
         self._optimized = OmegaConf.select(config, "optimized_metric", default=None)
-        if self._launcher == "basic":
-            from heta_eval.run import sweep_workers
-
-            # The jobs run in this process, one after another: one tracker worker (which
-            # also opens and closes the parent run) and one figure worker for all of them.
-            sweep_workers.enable()
+        (sweep_dir / SWEEP_ID_FILE).write_text(sid, encoding="utf-8")
         try:
-            parent = self._open_parent(tracker, spec, sweep_dir, sid, params, tags)
-            self._arm(parent, sweep_dir, sid)
+            suite = None if self._suite is None else self._suite.model_dump(mode="json")
+            summary = {"optimized": self._optimized, "suite": suite}
+            open_parent(tracker, sweep_dir, sid, params, tags, self._run_name, summary)
         except Exception as exc:
-            # A tracking server that is down must not stop the sweep: its jobs keep their
-            # own tracking data in the outbox (heta-eval-sync), without a parent run.
-            refused = getattr(exc, "refused", None) or access_problem(
-                tracker.uri, exc, tracker.experiment
-            )
+            # A tracking server that is down must not stop the sweep: the sweep and job
+            # directories keep everything for heta-eval-sync.
+            refused = access_problem(tracker.uri, exc, tracker.experiment)
             warn_not_created(sweep_dir, tracker.root, refused, exc)
-
-    def _open_parent(
-        self,
-        tracker: Any,
-        spec: dict[str, Any],
-        sweep_dir: Path,
-        sid: str,
-        params: dict[str, str],
-        tags: dict[str, str],
-    ) -> Any:
-        """Create (or resume) the parent run in a tracker worker (`run.parent_process`), or
-        here when the worker cannot; raises when it cannot be created."""
-        from heta_eval.run.parent_process import ParentHere, ParentProcess
-        from heta_eval.run.worker_link import WorkerGone
-
-        shared = self._launcher == "basic"
-        parent: Any = ParentProcess(tracker, spec, shared=shared)
-        try:
-            # Jobs in this process need not wait for it: the shared worker opens the parent
-            # before it reads their calls (launchers' worker processes read its id).
-            parent.open(sweep_dir, sid, params, tags, self._run_name, wait=not shared)
-        except (WorkerGone, OSError) as gone:
-            log.warning("the MLflow tracking worker %s; the parent run is created here", gone)
-            parent = ParentHere(tracker)
-            parent.open(sweep_dir, sid, params, tags, self._run_name)
-        return parent
+            return
+        self._arm(tracker, sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if not self._armed:
             return
         self._disarm()
-        _finish_jobs()
         assert self._sweep_dir is not None
-        self._tracker.close(self._sweep_dir, self._optimized, self._suite)
-        from heta_eval.run import sweep_workers
-
-        sweep_workers.shutdown()
+        close_parent(self._tracker, self._sweep_dir, self._optimized, self._suite)
 
     # -- each job (in the launching process or a worker) -----------------------------------
 
@@ -223,16 +186,14 @@ class MlflowSweepCallback(Callback):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _arm(self, parent: Any, sweep_dir: Path, sid: str) -> None:
+    def _arm(self, tracker: Any, sweep_dir: Path) -> None:
         """The parent run exists: end it at exit, and let the jobs find it."""
-        self._tracker = parent
+        self._tracker = tracker
         self._sweep_dir = sweep_dir
         self._armed = True
         atexit.register(self._at_exit)
         self._exit_on_signals()
-        (sweep_dir / SWEEP_ID_FILE).write_text(sid, encoding="utf-8")
-        if parent.run_id is not None:  # else written once the worker has opened it
-            (sweep_dir / PARENT_RUN_FILE).write_text(parent.run_id, encoding="utf-8")
+        (sweep_dir / PARENT_RUN_FILE).write_text(tracker.run_id, encoding="utf-8")
 
     def _exit_on_signals(self) -> None:
         """SIGTERM/SIGHUP (scancel, a closed terminal) exit through atexit, not past it."""
@@ -261,27 +222,16 @@ class MlflowSweepCallback(Callback):
         if not self._armed:
             return
         self._armed = False
-        _finish_jobs()
         assert self._sweep_dir is not None
         since = self._started_ms if self._launcher in LOCAL_LAUNCHERS else None
-        self._tracker.close(
+        close_parent(
+            self._tracker,
             self._sweep_dir,
             self._optimized,
             self._suite,
             exit_status=self._exit_status,
             end_orphans_since=since,
         )
-
-
-def _finish_jobs() -> None:
-    """Wait for what the jobs of this process handed over (their tracking, report.html):
-    the summary reads every job's complete run."""
-    from heta_eval.run import sweep_workers
-
-    try:
-        sweep_workers.finish()
-    except Exception as exc:  # the summary goes on with what is there
-        log.warning("could not wait for the jobs' tracking: %s", exc)
 
 
 def _now_ms() -> int:

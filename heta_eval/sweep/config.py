@@ -12,14 +12,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
-from heta_eval.tracking.naming import metric_name, plain_override
-from heta_eval.tracking.sweep_ids import (
+from heta_eval.sweep.ids import (
     KIND_TAG,
     SWEEP_ID_TAG,
     SWEEP_KIND,
     split_override,
     sweep_id,
 )
+from heta_eval.tracking.naming import metric_name, plain_override
 
 ParentFields = tuple[str, set[str], list[str], dict[str, str], dict[str, str]]
 
@@ -87,9 +87,8 @@ def sweeper_params(config: DictConfig) -> list[str]:
     return [f"{k}={v}" for k, v in params.items()]
 
 
-def mlflow_tracker(config: DictConfig) -> tuple[Any, dict[str, Any]] | None:
-    """The sweep's MlflowTracker (for its parent run) and its spec (the resolved `tracking`
-    config); None when it tracks otherwise."""
+def mlflow_tracker(config: DictConfig) -> Any:
+    """The sweep's MlflowTracker (for its parent run); None when it tracks otherwise."""
     from hydra.core.hydra_config import HydraConfig
 
     from heta_eval.config.components import instantiate
@@ -101,7 +100,7 @@ def mlflow_tracker(config: DictConfig) -> tuple[Any, dict[str, Any]] | None:
     if not isinstance(spec, dict) or not str(spec.get("_target_", "")).endswith("MlflowTracker"):
         return None
     tracker = instantiate(spec)
-    return (tracker, spec) if isinstance(tracker, MlflowTracker) else None
+    return tracker if isinstance(tracker, MlflowTracker) else None
 
 
 def suite(config: DictConfig) -> Any:
