@@ -26,8 +26,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from heta_eval.benchmarks.uda_entries import bench_question
-from heta_eval.evaluators.uda_answers import (
+from heta_eval.benchmarks.uda.answers import (
     ANSWER_KEY,
     AnswerOptions,
     FetaAnswerF1,
@@ -37,6 +36,7 @@ from heta_eval.evaluators.uda_answers import (
     TatQAExactMatch,
     TatQAF1,
 )
+from heta_eval.benchmarks.uda.entries import bench_question
 from heta_eval.records import BenchmarkCase, BenchmarkExpected, QueryResponse
 
 SUBSETS = ("fin", "tat", "paper_text", "paper_tab", "feta", "nq")

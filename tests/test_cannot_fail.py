@@ -6,17 +6,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from heta_eval.evaluators.evidence import AllEvidenceAtK, EvidenceNDCGAtK, EvidenceRecallAtK
-from heta_eval.evaluators.exhaustive import exhaustive_reason
-from heta_eval.evaluators.retrieval import NDCGAtK, RecallAtK
-from heta_eval.evaluators.summary import summarize
-from heta_eval.evaluators.uda_evidence import (
+from heta_eval.benchmarks.uda.evidence import (
     EXTENSION_NOTE,
     ONE_PAGE_REASON,
     PAGES_KEY,
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
 )
+from heta_eval.evaluators.evidence import AllEvidenceAtK, EvidenceNDCGAtK, EvidenceRecallAtK
+from heta_eval.evaluators.exhaustive import exhaustive_reason
+from heta_eval.evaluators.retrieval import NDCGAtK, RecallAtK
+from heta_eval.evaluators.summary import summarize
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkEvidence,

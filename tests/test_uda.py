@@ -13,10 +13,11 @@ import pytest
 
 from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import BenchmarkDataError, UdaBenchmark
-from heta_eval.benchmarks.uda import page_number, render_row
+from heta_eval.benchmarks.uda.answers import NO_ANSWERS_REASON
+from heta_eval.benchmarks.uda.documents import render_row
+from heta_eval.benchmarks.uda.entries import page_number
+from heta_eval.benchmarks.uda.evidence import ONE_PAGE_REASON
 from heta_eval.evaluators.exhaustive import exhaustive_reason
-from heta_eval.evaluators.uda_answers import NO_ANSWERS_REASON
-from heta_eval.evaluators.uda_evidence import ONE_PAGE_REASON
 from heta_eval.records import BenchmarkWorkspace
 
 from .conftest import SHARED, load_recipe

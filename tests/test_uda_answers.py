@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from heta_eval.evaluators.finance_answers import round_half_even, to_number
-from heta_eval.evaluators.uda_answers import (
+from heta_eval.benchmarks.uda.answers import (
     ANSWER_KEY,
     LEFT_OUT_REASON,
     NO_ANSWERS_REASON,
@@ -25,6 +24,7 @@ from heta_eval.evaluators.uda_answers import (
     TatQAExactMatch,
     TatQAF1,
 )
+from heta_eval.benchmarks.uda.finance_reading import round_half_even, to_number
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkExpected,

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from heta_eval.evaluators.uda_evidence import (
+from heta_eval.benchmarks.uda.evidence import (
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
     evidence_match,

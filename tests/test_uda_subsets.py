@@ -109,7 +109,7 @@ def test_documents_are_found_in_the_published_layout(uda_root: Path, tmp_path: P
 def test_a_bare_carriage_return_does_not_split_a_record(uda_root: Path, tmp_path: Path) -> None:
     _, cases, _ = _load(tmp_path, "feta", "qa_table", uda_root, "wiki_feta_docs/pdfs")
     assert len(cases) == 8  # the questions about the four pages in the feta folder
-    from heta_eval.benchmarks.uda_files import read_qa_table
+    from heta_eval.benchmarks.uda.files import read_qa_table
 
     rows = dict(read_qa_table(uda_root / "qa" / "feta_qa.csv", ("doc_name", "q_uid")))
     assert len(rows) == 1023
@@ -172,7 +172,7 @@ def test_evidence_that_names_only_the_document_is_skipped_not_1(
     recall = report.score_details["bm25.evidence_recall@5"]
     assert (recall.scored, recall.skipped) == (0, 4)
     assert "bm25.evidence_recall@5" not in report.score_summary
-    from heta_eval.evaluators.uda_evidence import PAGELESS_REASON
+    from heta_eval.benchmarks.uda.evidence import PAGELESS_REASON
 
     reasons = {
         s.skipped_reason for r in report.case_results for s in r.scores if "recall" in s.name

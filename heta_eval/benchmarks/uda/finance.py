@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from heta_eval.evaluators.finance_answers import (
+from heta_eval.benchmarks.uda.finance_reading import (
     answer_bag,
     bag_f1,
     is_number,

@@ -3,7 +3,7 @@
 Every subset writes its answers and evidence differently (see the dataset's SOURCE.md); this
 module turns each into a `UdaQuestion`: the answer strings, the structured answer the
 subset's metric needs (`uda_answer`), the evidence text the way the authors match it
-(`uda_evidence`, see `heta_eval.evaluators.uda_evidence`) and, for finance, the page.
+(`uda_evidence`, see `heta_eval.benchmarks.uda.evidence`) and, for finance, the page.
 """
 
 from __future__ import annotations

@@ -11,18 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
-from heta_eval.benchmarks.uda_documents import file_document, page_document, render_row
-from heta_eval.benchmarks.uda_entries import UdaQuestion, bench_question, page_number, row_question
-from heta_eval.benchmarks.uda_files import (
-    ANSWER_COLUMNS,
-    KNOWN_SHA256,
-    TAT_PAGES,
-    document_folders,
-    pdf_text,
-    read_qa_table,
-    source_files,
-)
-from heta_eval.evaluators.uda_answers import (
+from heta_eval.benchmarks.uda.answers import (
     ANSWER_KEY,
     AnswerOptions,
     FetaAnswerF1,
@@ -32,11 +21,22 @@ from heta_eval.evaluators.uda_answers import (
     TatQAExactMatch,
     TatQAF1,
 )
-from heta_eval.evaluators.uda_evidence import (
+from heta_eval.benchmarks.uda.documents import file_document, page_document
+from heta_eval.benchmarks.uda.entries import UdaQuestion, bench_question, row_question
+from heta_eval.benchmarks.uda.evidence import (
     EVIDENCE_KEY,
     PAGES_KEY,
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
+)
+from heta_eval.benchmarks.uda.files import (
+    ANSWER_COLUMNS,
+    KNOWN_SHA256,
+    TAT_PAGES,
+    document_folders,
+    pdf_text,
+    read_qa_table,
+    source_files,
 )
 from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
@@ -51,7 +51,7 @@ from heta_eval.records import (
     PreparedBenchmark,
 )
 
-__all__ = ["SUBSETS", "UdaBenchmark", "page_number", "render_row"]
+__all__ = ["SUBSETS", "UdaBenchmark"]
 
 log = logging.getLogger(__name__)
 

@@ -5,13 +5,13 @@ the same inputs; docs/uda-scoring.md lists the check and each difference):
 
 - extraction: paper, feta and nq keep the text after the last `"The answer is: "` (with
   its space: a newline after the colon leaves the whole response); fin and tat split on
-  `"The answer is:"` (see `heta_eval.evaluators.uda_finance`).
+  `"The answer is:"` (see `heta_eval.benchmarks.uda.finance`).
 - paper (`qasper_answer_f1`): when any reference is yes/no, a prediction starting with
   "yes"/"no" becomes that word first; then SQuAD token F1, the best over the first three
   references.
 - feta (`feta_answer_f1`): SQuAD token F1 against the one reference.
 - nq (`nq_answer_f1`): the better SQuAD token F1 against the long and the short answer.
-- fin (`finqa_exact_match`), tat (`tatqa_exact_match`, `tatqa_f1`): see `uda_finance`.
+- fin (`finqa_exact_match`), tat (`tatqa_exact_match`, `tatqa_f1`): see `finance`.
 - a missing answer: fin scores 0, tat scores the text `" "`, paper/feta/nq leave the
   question out (the authors' `eval_main` drops it), as their code counts a `None`
   response; a recipe that generates no answers at all is skipped.
@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from heta_eval.benchmarks.uda.finance import finqa_exact_match, tatqa_em_f1, tatqa_gold
 from heta_eval.evaluators.answer import normalize_answer
-from heta_eval.evaluators.uda_finance import finqa_exact_match, tatqa_em_f1, tatqa_gold
 from heta_eval.protocol import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
@@ -185,7 +185,7 @@ class _UdaAnswerMetric(Evaluator):
 
 
 class FinQAExactMatch(_UdaAnswerMetric):
-    """UDA fin: FinQA exact match of the executed numeric answer (see `uda_finance`)."""
+    """UDA fin: FinQA exact match of the executed numeric answer (see `finance`)."""
 
     name = "finqa_exact_match"
     scores_missing = True
