@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from heta_eval.tracking.runs_frame import (
+from heta_eval.results.runs_frame import (
     RunsError,
     default_columns,
     load_runs,
     select_columns,
     write_frame,
 )
-from heta_eval.tracking.runs_table import print_runs
+from heta_eval.results.runs_table import print_runs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,7 +101,7 @@ def _mark_handed_off(frame: Any) -> list[str]:
 
 
 def _print_suite(args: argparse.Namespace) -> int:
-    from heta_eval.tracking.suite_frame import SuiteTableError, load_suite, table_frame
+    from heta_eval.results.suite_frame import SuiteTableError, load_suite, table_frame
     from heta_eval.tracking.suite_render import print_suite_table
 
     try:
