@@ -35,13 +35,13 @@ if TYPE_CHECKING:
         RunIdentity,
         SourceRef,
     )
+    from heta_eval.results.cases_frame import load_cases
+    from heta_eval.results.runs_frame import load_runs
     from heta_eval.run.assembly import RunComponents, assemble
     from heta_eval.run.failures import FailureRateExceededError
     from heta_eval.run.lifecycle import evaluate
     from heta_eval.run.runner import BenchmarkError, BenchmarkRunner
     from heta_eval.run.settings import RunnerSettings
-    from heta_eval.tracking.cases_frame import load_cases
-    from heta_eval.tracking.runs_frame import load_runs
 
 # Names are imported on first use (PEP 562), so `heta-eval --help` and light imports such
 # as `heta_eval.records` do not load the runner, the engine and their libraries.
@@ -60,8 +60,8 @@ _LAZY = {
     **dict.fromkeys(("BenchmarkError", "BenchmarkRunner"), "heta_eval.run.runner"),
     "RunnerSettings": "heta_eval.run.settings",
     # Need pandas (and MLflow for tracked runs).
-    "load_runs": "heta_eval.tracking.runs_frame",
-    "load_cases": "heta_eval.tracking.cases_frame",
+    "load_runs": "heta_eval.results.runs_frame",
+    "load_cases": "heta_eval.results.cases_frame",
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import heta_eval
 from heta_eval.records import EvaluationReport
-from heta_eval.tracking.runs_frame import RunsError
+from heta_eval.results.runs_frame import RunsError
 
 from .conftest import CliRunner
 

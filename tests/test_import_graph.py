@@ -106,3 +106,22 @@ def test_kb_and_evaluators_share_endpoints_and_never_import_each_other() -> None
     assert "heta_eval.kb" not in graph["heta_eval.evaluators"]
     assert "heta_eval.endpoints" in graph["heta_eval.kb"] & graph["heta_eval.evaluators"]
     assert graph["heta_eval.endpoints"] <= {"heta_eval.records", "heta_eval.redaction"}
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every node `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_results_and_compare_sit_beside_run_and_never_import_it() -> None:
+    graph = _graph(depth=2)
+    for package in ("heta_eval.results", "heta_eval.compare"):
+        assert "heta_eval.run" not in _reachable(graph, package), package
+    assert "heta_eval.tracking" in graph["heta_eval.results"]  # the write side it reads back

@@ -26,6 +26,13 @@ import heta_eval
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.code_identity import git_commit
 from heta_eval.records import EvaluationReport
+from heta_eval.results.runs_frame import (
+    RunsError,
+    default_columns,
+    load_runs,
+    select_columns,
+    write_frame,
+)
 from heta_eval.sweep.callback import SUMMARY_TABLE, SWEEP_ID_FILE
 from heta_eval.tracking.naming import (
     MAX_RUN_NAME,
@@ -38,13 +45,6 @@ from heta_eval.tracking.naming import (
     viewer_renders,
 )
 from heta_eval.tracking.run_context import NOTE_TAG, describe_experiment, without_credentials
-from heta_eval.tracking.runs_frame import (
-    RunsError,
-    default_columns,
-    load_runs,
-    select_columns,
-    write_frame,
-)
 from tests.conftest import user_env
 
 from .test_report_html import run_heta_eval

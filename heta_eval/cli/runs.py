@@ -7,14 +7,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from heta_eval.tracking.runs_frame import (
+from heta_eval.results.runs_frame import (
     RunsError,
     default_columns,
     load_runs,
     select_columns,
     write_frame,
 )
-from heta_eval.tracking.runs_table import print_runs
+from heta_eval.results.runs_table import print_runs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_suite(args: argparse.Namespace) -> int:
-    from heta_eval.tracking.suite_frame import SuiteTableError, load_suite, table_frame
+    from heta_eval.results.suite_frame import SuiteTableError, load_suite, table_frame
     from heta_eval.tracking.suite_render import print_suite_table
 
     try:

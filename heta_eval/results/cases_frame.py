@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records import EvaluationReport
-from heta_eval.tracking.runs_frame import RunsError, resolve_tracking_uri
+from heta_eval.results.runs_frame import RunsError, resolve_tracking_uri
 
 COLUMNS = (
     *("run_id", "report_id", "benchmark", "recipe", "unit_id", "case_id", "query_mode"),

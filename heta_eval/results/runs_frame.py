@@ -133,7 +133,7 @@ def load_runs(
     (`suite_frame.table_frame`).
     """
     if suite is not None:
-        from heta_eval.tracking.suite_frame import load_suite_table
+        from heta_eval.results.suite_frame import load_suite_table
 
         return load_suite_table(
             suite or None, experiment=experiment, tracking_uri=tracking_uri, root=root

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from heta_eval.tracking.runs_frame import benchmark_column
+from heta_eval.results.runs_frame import benchmark_column
 
 PIPE_WIDTH = 120  # characters per line when the output is not a terminal
 RUN_NAME_WIDTH = 40
