@@ -20,8 +20,8 @@ from mlflow import MlflowClient
 
 from heta_eval.config.resolvers import SuiteDataError, beir_datasets
 from heta_eval.records.suite import suite_from_config
+from heta_eval.results.suite_table import scoped_mean
 from heta_eval.run.reproduce import read_suite, suite_names
-from heta_eval.tracking.suite_table import scoped_mean
 
 from .compare_helpers import compare_cli, modes_report
 from .conftest import SHARED, job_logs, user_env
@@ -327,10 +327,10 @@ def test_references_in_the_table_compare_like_with_like(
     """A reference applies to its recipe and settings only; one scoped to a document is our
     mean over that document's cases, read from the run's report."""
     from heta_eval import EvaluationReport
-    from heta_eval.tracking.suite_render import to_markdown
-    from heta_eval.tracking.suite_table import build_suite_table
+    from heta_eval.results.suite_render import to_markdown
+    from heta_eval.results.suite_table import build_suite_table
+    from heta_eval.results.sweep_rows import job_rows
     from heta_eval.sweep.end import child_runs
-    from heta_eval.sweep.summary import job_rows
 
     root, _ = sample_suite
     client, parent, _ = _parent(root)

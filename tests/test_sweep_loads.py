@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from heta_eval.run.file_reads import watch_reads
+from heta_eval.run.sweep_loads import LOAD_TAG, REUSED_FROM_JOB_TAG
 from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
-from heta_eval.run.file_reads import watch_reads
-from heta_eval.run.sweep_loads import LOAD_TAG, REUSED_FROM_JOB_TAG
 
 from .conftest import job_logs, user_env
 

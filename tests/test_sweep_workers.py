@@ -97,7 +97,7 @@ def test_a_terminated_sweep_leaves_its_finished_jobs_complete(tmp_path: Path) ->
     # SIGTERM once a job has finished: what the jobs handed over is finished before the
     # process exits, so every job that finished has its complete run, and the parent ends
     # KILLED with their summary.
-    from heta_eval.sweep.summary import JOBS_DIR
+    from heta_eval.results.sweep_rows import JOBS_DIR
 
     root = tmp_path / "outputs"
     env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning")
@@ -146,9 +146,10 @@ def test_the_shared_worker_logs_the_report_it_is_handed_and_report_json_as_a_fil
     (at 1M documents, 10-19 s of reading and checking), only logs it as a file. Here
     report.json on disk says other scores than the report handed over: the run's metrics
     are the handed report's, its report.json the file's bytes."""
+    from heta_eval.run.tracker_process import TrackerProcess
+
     from heta_eval import evaluate
     from heta_eval.run import sweep_workers
-    from heta_eval.run.tracker_process import TrackerProcess
     from heta_eval.tracking.mlflow_tracker import (
         TOP_DOCUMENTS,
         MlflowTracker,

@@ -22,6 +22,16 @@ import pytest
 from mlflow import MlflowClient
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
+from heta_eval.results.sweep_rows import (
+    JOBS_DIR,
+    SweepRow,
+    best_scores,
+    differing_overrides,
+    headline,
+    job_rows,
+    merge_job_records,
+    score_means,
+)
 from heta_eval.sweep.callback import (
     BEST_RUN_TAG,
     BEST_TABLE,
@@ -32,16 +42,6 @@ from heta_eval.sweep.callback import (
     sweep_id,
 )
 from heta_eval.tracking.naming import table_column
-from heta_eval.sweep.summary import (
-    JOBS_DIR,
-    SweepRow,
-    best_scores,
-    differing_overrides,
-    headline,
-    job_rows,
-    merge_job_records,
-    score_means,
-)
 
 from .conftest import CliRunner, job_logs, user_env
 

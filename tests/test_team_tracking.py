@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from heta_eval.tracking.outbox import OUTBOX_DIR
 from mlflow import MlflowClient
 
 from heta_eval.tracking.naming import metric_name
-from heta_eval.tracking.outbox import OUTBOX_DIR
 
 from .conftest import CliRunner, job_logs, user_env
 from .team_servers import mlflow_server, postgres_missing, postgres_server

@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from heta_eval.run.tracking_service import HOLD_ENV, MODULE, REPLAYED_TAG, SOCKET, SPOOL
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from heta_eval.records import EvaluationReport
 from heta_eval.run import service_link
-from heta_eval.run.tracking_service import HOLD_ENV, MODULE, REPLAYED_TAG, SOCKET, SPOOL
 from heta_eval.tracking.mlflow_tracker import (
     HTTP_SETTINGS,
     TOP_DOCUMENTS,

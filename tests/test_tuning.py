@@ -16,7 +16,6 @@ import yaml
 from mlflow import MlflowClient
 
 from heta_eval.records import EvaluationReport
-from heta_eval.sweep.callback import SUMMARY_TABLE
 from heta_eval.run.tuning import (
     PART_TAG,
     RESULTS_FILE,
@@ -25,6 +24,7 @@ from heta_eval.run.tuning import (
     final_overrides,
     typed_params,
 )
+from heta_eval.sweep.callback import SUMMARY_TABLE
 from heta_eval.sweep.end import BEST_RUN_TAG
 
 from .conftest import CliRunner, job_logs

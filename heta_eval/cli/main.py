@@ -33,14 +33,14 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from heta_eval.cli.console import print_summary
     from heta_eval.cli.log_files import quiet_failing_log_files
     from heta_eval.config.hydra_outputs import scrub_hydra_outputs
-    from heta_eval.run.assembly import assemble
-    from heta_eval.run.lifecycle import evaluate
-    from heta_eval.sweep.ids import (
+    from heta_eval.results.sweep_ids import (
         parent_run_id,
         read_sweep_id,
         read_swept_keys,
         swept_first,
     )
+    from heta_eval.run.assembly import assemble
+    from heta_eval.run.lifecycle import evaluate
 
     quiet_failing_log_files()  # Hydra has set up the job's log file by now
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None

@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _print_suite(args: argparse.Namespace) -> int:
     from heta_eval.results.suite_frame import SuiteTableError, load_suite, table_frame
-    from heta_eval.tracking.suite_render import print_suite_table
+    from heta_eval.results.suite_render import print_suite_table
 
     try:
         table, parent = load_suite(

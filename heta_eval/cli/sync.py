@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from heta_eval.redaction import mask_url_credentials
+from heta_eval.sweep.end import summarise_sweep
 from heta_eval.tracking.sync import sync
 
 
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ.setdefault(variable, default)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    results, waiting = sync(args.root.expanduser().resolve(), args.uri)
+    results, waiting = sync(args.root.expanduser().resolve(), summarise_sweep, args.uri)
     failed = [r for r in results if r.error]
     for result in results:
         if result.error:

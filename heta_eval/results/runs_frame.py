@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from heta_eval.sweep.ids import KIND_TAG, SWEEP_ID_FILE, SWEEP_ID_TAG, SWEEP_KIND
-from heta_eval.sweep.summary import OVERRIDES_TAG
+from heta_eval.results.sweep_ids import KIND_TAG, SWEEP_ID_FILE, SWEEP_ID_TAG, SWEEP_KIND
+from heta_eval.results.sweep_rows import OVERRIDES_TAG
 from heta_eval.tracking.http_bounds import bound_http_requests, unreachable
 
 RUN_COLUMNS = ("run_id", "run_name", "status", "start_time", "end_time", "experiment_id")

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records.suite import SuiteDefinition, SuiteReference
-from heta_eval.tracking.suite_render import MACRO, SUITE_FILES
-from heta_eval.tracking.suite_table import SUITE_TAG, Cell, ReferenceRow, SuiteTable
+from heta_eval.results.suite_render import MACRO, SUITE_FILES
+from heta_eval.results.suite_table import SUITE_TAG, Cell, ReferenceRow, SuiteTable
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -39,7 +39,7 @@ def _tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str
 
 def _sweep_id(which: str) -> str:
     """A sweep id, or the one a sweep directory holds."""
-    from heta_eval.sweep.ids import read_sweep_id
+    from heta_eval.results.sweep_ids import read_sweep_id
 
     path = Path(which).expanduser()
     return (read_sweep_id(path) or which) if path.is_dir() else which
@@ -48,7 +48,7 @@ def _sweep_id(which: str) -> str:
 def find_suite_parent(client: Any, experiment_id: str, which: str | None) -> Any:
     """The parent run of a suite sweep: `which` is its run id, its sweep id or directory, or
     a suite name (its latest sweep); None: the latest suite sweep of the experiment."""
-    from heta_eval.sweep.ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
+    from heta_eval.results.sweep_ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
 
     if which and _RUN_ID.match(which):
         return client.get_run(which)

@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from heta_eval.config import config_dir
 from heta_eval.records import EvaluationReport
 from heta_eval.records.suite import SuiteDefinition, SuiteReference, suite_from_config
-from heta_eval.tracking.suite_table import scoped_mean
+from heta_eval.results.suite_table import scoped_mean
 
 log = logging.getLogger(__name__)
 

@@ -178,7 +178,7 @@ class TuneThenTestCallback(Callback):
             )
             raise SystemExit(1)  # not an Exception: Hydra would turn that into a warning
         report = _report(report_path)
-        from heta_eval.sweep.ids import parent_run_id
+        from heta_eval.results.sweep_ids import parent_run_id
 
         test_run = link_runs(report, parent_run_id(sweep_dir), metric)
         detail = report.score_details.get(metric)

@@ -39,6 +39,19 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from heta_eval.config.secrets import mask_override
+from heta_eval.results.suite_table import SUITE_TAG
+from heta_eval.results.sweep_ids import KIND_TAG as KIND_TAG
+from heta_eval.results.sweep_ids import PARENT_RUN_FILE as PARENT_RUN_FILE
+from heta_eval.results.sweep_ids import SWEEP_ID_FILE as SWEEP_ID_FILE
+from heta_eval.results.sweep_ids import SWEEP_ID_TAG as SWEEP_ID_TAG
+from heta_eval.results.sweep_ids import SWEEP_KIND as SWEEP_KIND
+from heta_eval.results.sweep_ids import SWEPT_KEYS_FILE as SWEPT_KEYS_FILE
+from heta_eval.results.sweep_ids import parent_run_id as parent_run_id
+from heta_eval.results.sweep_ids import read_sweep_id as read_sweep_id
+from heta_eval.results.sweep_ids import read_swept_keys as read_swept_keys
+from heta_eval.results.sweep_ids import sweep_id
+from heta_eval.results.sweep_ids import swept_first as swept_first
+from heta_eval.results.sweep_rows import write_job_record
 
 # Re-exported: what the jobs, the runs views and the tests import from here.
 from heta_eval.sweep.config import (
@@ -52,26 +65,13 @@ from heta_eval.sweep.end import BEST_TABLE as BEST_TABLE
 from heta_eval.sweep.end import HEADLINE_METRIC_TAG as HEADLINE_METRIC_TAG
 from heta_eval.sweep.end import PARENT_TAG as PARENT_TAG
 from heta_eval.sweep.end import SUMMARY_TABLE as SUMMARY_TABLE
-from heta_eval.sweep.ids import KIND_TAG as KIND_TAG
-from heta_eval.sweep.ids import PARENT_RUN_FILE as PARENT_RUN_FILE
-from heta_eval.sweep.ids import SWEEP_ID_FILE as SWEEP_ID_FILE
-from heta_eval.sweep.ids import SWEEP_ID_TAG as SWEEP_ID_TAG
-from heta_eval.sweep.ids import SWEEP_KIND as SWEEP_KIND
-from heta_eval.sweep.ids import SWEPT_KEYS_FILE as SWEPT_KEYS_FILE
-from heta_eval.sweep.ids import parent_run_id as parent_run_id
-from heta_eval.sweep.ids import read_sweep_id as read_sweep_id
-from heta_eval.sweep.ids import read_swept_keys as read_swept_keys
-from heta_eval.sweep.ids import sweep_id
-from heta_eval.sweep.ids import swept_first as swept_first
 from heta_eval.sweep.parent import (
     LOCAL_LAUNCHERS,
     close_parent,
     open_parent,
     warn_not_created,
 )
-from heta_eval.sweep.summary import write_job_record
 from heta_eval.tracking.access import access_problem
-from heta_eval.tracking.suite_table import SUITE_TAG
 
 __all__ = ["MlflowSweepCallback", "parent_name", "sweep_id"]
 

@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
-from heta_eval.sweep.ids import (
+from heta_eval.results.sweep_ids import (
     KIND_TAG,
     SWEEP_ID_TAG,
     SWEEP_KIND,

@@ -14,13 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heta_eval.sweep.report import (
-    SWEEP_NOTE_START,
-    compare_command,
-    print_sweep_end,
-    sweep_note,
-)
-from heta_eval.sweep.summary import (
+from heta_eval.results.sweep_rows import (
     SweepRow,
     best_scores,
     best_table,
@@ -29,6 +23,12 @@ from heta_eval.sweep.summary import (
     merge_job_records,
     read_job_records,
     summary_table,
+)
+from heta_eval.sweep.report import (
+    SWEEP_NOTE_START,
+    compare_command,
+    print_sweep_end,
+    sweep_note,
 )
 from heta_eval.tracking.run_context import NOTE_TAG
 
@@ -137,7 +137,7 @@ def summarise_sweep(
         default = default_tracking_uri(Path.cwd() / "outputs")
         print_sweep_end(rows, metric, run_id, compare_command(run_id, tracker.uri, default))
         if table is not None:
-            from heta_eval.tracking.suite_render import print_suite_table
+            from heta_eval.results.suite_render import print_suite_table
 
             print_suite_table(table)
         print_ui_links(tracker.uri, parent.info.experiment_id, metric)
@@ -149,9 +149,9 @@ def summarise_sweep(
 def log_suite_table(client: Any, run_id: str, rows: list[SweepRow], suite: Any) -> Any:
     """Build the suite's table and log it to the parent run as suite_table.md, .html (MLflow's
     artifact view renders it) and .json."""
-    from heta_eval.sweep.summary import differing_overrides
-    from heta_eval.tracking.suite_render import SUITE_FILES, to_texts
-    from heta_eval.tracking.suite_table import build_suite_table
+    from heta_eval.results.suite_render import SUITE_FILES, to_texts
+    from heta_eval.results.suite_table import build_suite_table
+    from heta_eval.results.sweep_rows import differing_overrides
 
     varied = [k for k in differing_overrides(rows) if k != suite.member_key]
     table = build_suite_table(rows, suite, client, varied=varied)
@@ -165,7 +165,7 @@ def log_suite_table(client: Any, run_id: str, rows: list[SweepRow], suite: Any) 
 
 def suite_note(table: Any, note: str) -> str:
     """The parent's description with the suite's main table (Markdown) before it."""
-    from heta_eval.tracking.suite_render import main_rows, title
+    from heta_eval.results.suite_render import main_rows, title
 
     header, body = main_rows(table)
     lines = [f"**{title(table)}**", ""]

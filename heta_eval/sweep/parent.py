@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.redaction import mask_url_credentials
+from heta_eval.results.sweep_ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
 from heta_eval.sweep.end import child_runs, summarise_sweep
-from heta_eval.sweep.ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
 from heta_eval.tracking.naming import RUN_DIR_TAG, param_value
 from heta_eval.tracking.run_context import context_tags
 from heta_eval.tracking.run_record import SWEEP_KIND as RECORD_SWEEP

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from heta_eval.sweep.summary import (
+from heta_eval.results.sweep_rows import (
     BestScore,
     SweepRow,
     differing_overrides,

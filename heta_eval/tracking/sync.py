@@ -16,6 +16,7 @@ directory whose run has not ended (still running, or killed and not resumed) wai
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,15 +158,25 @@ def replay(
     return result
 
 
+# The sweep summary (`heta_eval.sweep.end.summarise_sweep`): given by the caller, since the
+# sweep package sits above tracking. Called as (parent, sweep_dir, optimized, suite, quiet).
+Summarise = Callable[..., Any]
+
+
 def finish_sweep(
-    client: Any, directory: Path, record: TrackingRecord, uri: str, root: Path, run_id: str
+    client: Any,
+    directory: Path,
+    record: TrackingRecord,
+    uri: str,
+    root: Path,
+    run_id: str,
+    summarise: Summarise,
 ) -> None:
     """Summarise a replayed sweep into its parent (quietly) and end it with its status."""
     from heta_eval.records.suite import suite_from_config
-    from heta_eval.sweep.end import summarise_sweep
 
     suite = record.sweep.get("suite")
-    summarise_sweep(
+    summarise(
         ParentRef(client, run_id, uri, root),
         directory,
         record.sweep.get("optimized"),
@@ -175,9 +186,12 @@ def finish_sweep(
     client.set_terminated(run_id, status=record.status or "FINISHED")
 
 
-def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[Path]]:
+def sync(
+    root: Path, summarise: Summarise, uri: str | None = None
+) -> tuple[list[SyncResult], list[Path]]:
     """Replay the run directories under `root` that MLflow lacks (with `uri`: every tracked
-    one, into that store); (results, directories whose run has not ended)."""
+    one, into that store), each replayed sweep summarised by `summarise`; (results,
+    directories whose run has not ended)."""
     from heta_eval.tracking.sqlite_store import open_client
 
     clients: dict[str, Any] = {}
@@ -214,7 +228,7 @@ def sync(root: Path, uri: str | None = None) -> tuple[list[SyncResult], list[Pat
     for directory, record, run_id in sweeps:
         target = uri or record.uri
         try:
-            finish_sweep(clients[target], directory, record, target, root, run_id)
+            finish_sweep(clients[target], directory, record, target, root, run_id, summarise)
             if target == record.uri:
                 write_record(
                     directory, record.model_copy(update={"run_id": run_id, "synced": True})

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from heta_eval.tracking.outbox import Outbox
 from mlflow import MlflowClient
 
 from heta_eval.tracking.lenient import REJECTED_TAG
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 from heta_eval.tracking.naming import MAX_KEY, key_problem
-from heta_eval.tracking.outbox import Outbox
 
 from ..conftest import CliRunner
 from .conftest import jsonl_args, mlflow_runs, read_report, report_path, write_jsonl

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from heta_eval.tracking.outbox import Outbox
 
 from heta_eval import EvaluationReport
-from heta_eval.tracking.outbox import Outbox
 
 from .processes import run_cli
 

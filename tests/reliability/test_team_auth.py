@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from mlflow import MlflowClient
-
 from heta_eval.tracking.outbox import Outbox
+from mlflow import MlflowClient
 
 from ..team_servers import mlflow_server
 from .processes import Finished, cli_env, run_cli

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from heta_eval.run.tracker_process import TrackerProcess
 from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport, evaluate
 from heta_eval.run import tracker_process
 from heta_eval.run.process_alive import process_gone
-from heta_eval.run.tracker_process import TrackerProcess
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
 from .conftest import mlflow_runs

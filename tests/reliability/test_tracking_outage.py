@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from heta_eval.tracking.outbox import Outbox, OutboxEntry
 from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport
 from heta_eval.tracking.mlflow_tracker import CASE_TABLE, case_table, report_metrics
 from heta_eval.tracking.naming import PRIMARY_MODE_TAG, logged_params, metric_name, run_params
-from heta_eval.tracking.outbox import Outbox, OutboxEntry
 
 from .processes import (
     SLOW_INDEX,

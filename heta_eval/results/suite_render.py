@@ -8,7 +8,7 @@ import html
 import json
 from typing import Any
 
-from heta_eval.tracking.suite_table import Cell, ReferenceRow, SuiteTable
+from heta_eval.results.suite_table import Cell, ReferenceRow, SuiteTable
 
 SUITE_FILES = {"markdown": "suite_table.md", "html": "suite_table.html", "json": "suite_table.json"}
 MACRO = "macro average"

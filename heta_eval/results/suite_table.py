@@ -19,7 +19,7 @@ from typing import Any
 
 from heta_eval.records import EvaluationReport
 from heta_eval.records.suite import SuiteDefinition, SuiteReference
-from heta_eval.sweep.summary import SweepRow, split_overrides
+from heta_eval.results.sweep_rows import SweepRow, split_overrides
 from heta_eval.tracking.naming import PRIMARY_MODE_TAG, metric_name
 
 SUITE_TAG = "heta_eval.suite"
