@@ -4,9 +4,8 @@
     python benchmarks/suite_durations.py /tmp/suite.xml [--top 40] [--modules 40]
 
 Prints each module's total (setup, call and teardown of its tests: a module fixture counts in
-the test that first uses it), longest first, as the HEAVIEST tuple of tests/schedule.py
-wants them, then the longest tests; with each, its CPU seconds (the worker's and the processes
-it waited for, from tests/cpu_time.py) where the report has them.
+the test that first uses it), longest first, then the longest tests; with each, its CPU
+seconds where the report has them (a `cpu_seconds` property).
 """
 
 from __future__ import annotations

@@ -16,10 +16,7 @@ import yaml
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.records import BenchmarkWorkspace
 
-from .bytecode import compile_repository
 from .cli_in_process import CliResult, call_cli
-from .cpu_time import pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401 (hooks)
-from .schedule import heavy_first
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -131,31 +128,6 @@ def cli(
         return call_cli(program, argv, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
 
     return run
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Once per session, in the controlling process (not again in each xdist worker)."""
-    if not hasattr(config, "workerinput"):
-        compile_repository(REPO)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_collection() -> Iterator[None]:
-    """Collect with bytecode writing on, whatever PYTHONDONTWRITEBYTECODE says: pytest caches
-    the assertion-rewritten test modules only then (it checks `sys.dont_write_bytecode`), and
-    without that cache each xdist worker rewrites and compiles every test module again, about
-    2.5 CPU s each. The setting is put back when collection ends."""
-    saved = sys.dont_write_bytecode
-    sys.dont_write_bytecode = False
-    try:
-        return (yield)
-    finally:
-        sys.dont_write_bytecode = saved
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest modules first, so that xdist's workers finish together (tests/schedule.py)."""
-    heavy_first(items)
 
 
 @contextlib.contextmanager
