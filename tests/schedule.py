@@ -24,7 +24,7 @@ HEAVIEST = (
     "tests/test_sweeps.py",
     "tests/test_mlflow_views.py",
     "tests/test_heta_bridge.py",
-    "tests/test_dense.py",
+    "tests/unit/kb/index/test_dense.py",
     "tests/reliability/test_tracking_outage.py",
     "tests/test_shards.py",
     "tests/test_tuning.py",

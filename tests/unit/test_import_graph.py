@@ -11,7 +11,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 PACKAGE = REPO / "heta_eval"
 

@@ -15,9 +15,8 @@ from heta_eval import BenchmarkRunner, RunnerSettings
 from heta_eval.benchmarks import BeirBenchmark, BenchmarkDataError
 from heta_eval.benchmarks.download import ChecksumMismatchError
 from heta_eval.records import BenchmarkWorkspace
-
-from .conftest import load_benchmark, load_recipe
-from .http_fixtures import serve_files
+from tests.conftest import load_benchmark, load_recipe
+from tests.http_fixtures import serve_files
 
 _load = load_benchmark
 

@@ -1,4 +1,4 @@
-"""Verified downloads (against a real local HTTP server) and safe archive extraction."""
+"""Verified downloads against a real local HTTP server: resumed, checked, locked, offline."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ import pytest
 
 from heta_eval.benchmarks.archives import UnsafeArchiveError
 from heta_eval.benchmarks.beir import BeirBenchmark
-
-from ..conftest import load_benchmark
+from tests.conftest import load_benchmark
 
 DATASET = "tinybeir"  # no published member checksums: the archive is all there is to trust
 

@@ -10,8 +10,7 @@ import pytest
 
 from heta_eval.benchmarks import BenchmarkDataError, JsonlBenchmark, SampleBenchmark
 from heta_eval.records import BenchmarkWorkspace
-
-from .conftest import load_benchmark
+from tests.conftest import load_benchmark
 
 
 def _write(path: Path, rows: list[object]) -> Path:

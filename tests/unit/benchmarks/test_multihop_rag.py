@@ -18,8 +18,7 @@ from heta_eval.benchmarks.multihop_rag import (
 )
 from heta_eval.evaluators.exhaustive import exhaustive_reason
 from heta_eval.records import QueryResponse, QueryResult, SourceRef
-
-from .conftest import load_benchmark, load_recipe
+from tests.conftest import load_benchmark, load_recipe
 
 ARTICLES = [
     {

@@ -14,8 +14,7 @@ from heta_eval.benchmarks.splits import HeldOutCases, TuningSettings, tuning_par
 from heta_eval.config.compose import compose_config
 from heta_eval.config.resolve import ConfigError
 from heta_eval.run.assembly import assemble
-
-from .conftest import load_benchmark
+from tests.conftest import load_benchmark
 
 
 def _judged(path: Path) -> set[str]:

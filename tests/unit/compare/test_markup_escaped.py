@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from heta_eval.compare import compare_reports, write_outputs
-
-from ..compare_helpers import modes_report
+from tests.compare_helpers import modes_report
 
 SCRIPT = "<script>alert(1)</script>"
 IMAGE = "<img src=x onerror=alert(2)>"

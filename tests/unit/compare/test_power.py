@@ -16,8 +16,7 @@ from heta_eval.compare.power import (
     pairs_needed,
     t_power,
 )
-
-from .compare_helpers import synthetic_report
+from tests.compare_helpers import synthetic_report
 
 
 def test_textbook_paired_t_test_sample_sizes() -> None:

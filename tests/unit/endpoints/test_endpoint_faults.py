@@ -18,10 +18,9 @@ import yaml
 from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import JsonlBenchmark
 from heta_eval.kb import KnowledgeRecipe
-
-from ..conftest import REPO, load_recipe
-from ..openai_server import ChatServer, Reply, completion, serve_chat
-from .conftest import small_benchmark
+from tests.conftest import REPO, load_recipe
+from tests.openai_server import ChatServer, Reply, completion, serve_chat
+from tests.reliability.conftest import small_benchmark
 
 ATTEMPTS = 3  # max_retries=2
 CLIENT = {"max_retries": ATTEMPTS - 1, "backoff_seconds": 0.01, "timeout": 0.5}

@@ -15,11 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from heta_eval.config.components import instantiate
-from heta_eval.endpoints import (
-    EndpointError,
-    OpenAICompatibleClient,
-    parse_retry_after,
-)
+from heta_eval.endpoints import EndpointError
 from heta_eval.evaluators.judge import (
     DEFAULT_PROMPT,
     DEFAULT_SYSTEM,
@@ -36,9 +32,8 @@ from heta_eval.records import (
     QueryResult,
     SourceRef,
 )
-
-from .conftest import REPO
-from .openai_server import ChatServer, Reply, completion, serve_chat
+from tests.conftest import REPO
+from tests.openai_server import ChatServer, Reply, completion, serve_chat
 
 KEY_ENV = "HETA_JUDGE_TEST_KEY"
 SECRET = "sk-test-SECRET-9f3c1e77"
@@ -300,39 +295,6 @@ def test_template_validation() -> None:
     with pytest.raises(ValueError, match=r"valid str\.format"):
         LLMJudge(**options, prompt="{answer} {")
     assert LLMJudge(**options, prompt='{{"json": true}} {answer}').prompt.startswith("{{")
-
-
-def test_client_errors_name_url_status_and_attempts(server: ChatServer) -> None:
-    server.replies += [Reply(502, "bad gateway") for _ in range(3)]
-    client = OpenAICompatibleClient(
-        server.base_url, "m", api_key_env=None, max_retries=2, backoff_seconds=0.01
-    )
-
-    async def go() -> None:
-        # No aclose(): the client of this loop is left behind when asyncio.run() ends.
-        with pytest.raises(EndpointError) as info:
-            await client.chat([{"role": "user", "content": "hi"}])
-        assert info.value.status == 502 and info.value.attempts == 3
-        assert str(info.value).startswith(f"POST {server.base_url}/chat/completions failed")
-        assert "HTTP 502" in str(info.value) and "3 attempts" in str(info.value)
-
-    asyncio.run(go())
-    # A later event loop gets its own HTTP client.
-    asyncio.run(go_twice(client))
-    assert server.count == 5
-    assert parse_retry_after("2.5") == 2.5 and parse_retry_after("600") == 30.0
-    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
-
-
-async def go_twice(client: OpenAICompatibleClient) -> None:
-    try:
-        assert (
-            await client.chat([{"role": "user", "content": "Expected: a\nAnswer: a"}]) == "CORRECT"
-        )
-        assert await client.chat([{"role": "user", "content": "Answer: b"}]) == "INCORRECT"
-    finally:
-        await client.aclose()
 
 
 def test_config_option_uses_the_default_prompt(tmp_path: Path) -> None:

@@ -10,8 +10,7 @@ import pytest
 from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import SampleBenchmark
 from heta_eval.kb import BuildCache, KnowledgeBase, KnowledgeRecipe
-
-from .conftest import load_recipe
+from tests.conftest import load_recipe
 
 
 def _run(

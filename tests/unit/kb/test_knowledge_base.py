@@ -14,8 +14,7 @@ from heta_eval.kb import (
     RawSource,
     UnknownQueryModeError,
 )
-
-from .conftest import load_recipe
+from tests.conftest import load_recipe
 
 DOCS = {
     "cats": "Cats are small carnivorous mammals. A cat purrs when content.",

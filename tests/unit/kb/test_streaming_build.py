@@ -19,20 +19,20 @@ from heta_eval.kb import KnowledgeBase, LocalObjectStore, RawSource
 from heta_eval.kb.chunk_file import ChunkFile, ChunkFileWriter
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.bm25 import split_words
+from tests.conftest import load_recipe
 
-from .conftest import REPO, load_recipe
-
-SCIFACT = REPO.parent / "shared" / "datasets" / "beir" / "scifact"
 DOCUMENTS = 400
 QUERIES = 40
 
 
 @pytest.fixture(scope="module")
-def scifact_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalObjectStore, list]:
+def scifact_store(
+    tmp_path_factory: pytest.TempPathFactory, scifact_dir: Path
+) -> tuple[LocalObjectStore, list]:
     """The first 400 SciFact documents in an object store (one unreadable, one empty)."""
     store = LocalObjectStore(tmp_path_factory.mktemp("store"))
     sources = []
-    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as handle:
+    with (scifact_dir / "corpus.jsonl").open(encoding="utf-8") as handle:
         for line, _ in zip(handle, range(DOCUMENTS), strict=False):
             row = json.loads(line)
             key = f"raw/benchmarks/scifact/test/{row['_id']}/{row['_id']}.txt"
@@ -45,8 +45,8 @@ def scifact_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalObject
 
 
 @pytest.fixture(scope="module")
-def queries() -> list[str]:
-    with (SCIFACT / "queries.jsonl").open(encoding="utf-8") as handle:
+def queries(scifact_dir: Path) -> list[str]:
+    with (scifact_dir / "queries.jsonl").open(encoding="utf-8") as handle:
         return [json.loads(line)["text"] for line, _ in zip(handle, range(QUERIES), strict=False)]
 
 

@@ -273,24 +273,6 @@ def test_a_retrieved_key_left_out_is_the_one_the_layout_gives(tmp_path: Path) ->
     assert read.source_key(read.case_results[0].retrieved[1]) == "elsewhere/x.pdf"
 
 
-def test_the_tracker_gets_the_retrieved_items_its_case_table_shows() -> None:
-    from heta_eval.tracking.mlflow_tracker import TOP_DOCUMENTS, case_table, report_for_logging
-
-    # Chunks of the same documents repeat: the table shows the first five distinct ones.
-    documents = ["a", "a", "b", "c", "b", "d", "e", "e", "f", "g"]
-    items = tuple(
-        RetrievedItem(id=f"{d}#{i}", score=10.0 - i, document_id=d) for i, d in enumerate(documents)
-    )
-    report = _report_with(items)
-    sent = report_for_logging(report)
-    assert len({i.document_id for i in sent.case_results[0].retrieved}) == TOP_DOCUMENTS == 5
-    assert sent.case_results[0].retrieved == items[:8]
-    assert case_table(sent) == case_table(report)
-    assert sent.model_copy(update={"case_results": report.case_results}) == report
-    few = _report_with(items[:3])
-    assert report_for_logging(few).case_results[0] is few.case_results[0]
-
-
 def test_expected_answers_default_to_empty() -> None:
     case = BenchmarkCase(case_id="c", query="q", expected=BenchmarkExpected(answers=("4",)))
     assert case.expected.evidence == ()

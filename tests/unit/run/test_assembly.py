@@ -14,13 +14,11 @@ from omegaconf import DictConfig
 
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.config.resolve import ConfigError
-from heta_eval.config.secrets import is_secret_key
 from heta_eval.kb import KnowledgeRecipe
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.run.assembly import assemble, config_hash
 from heta_eval.tracking import MlflowTracker, NullTracker
-
-from .conftest import REPO
+from tests.conftest import REPO
 
 CONF = REPO / "conf"
 
@@ -181,21 +179,3 @@ def test_extra_evaluators_the_benchmark_already_has_are_not_doubled(composer) ->
         for e in assemble(composer("benchmark=multihop_rag", "evaluator=with_answers")).evaluators
     ]
     assert names.count("answer_contains") == 1 and "answer_exact_match" in names
-
-
-@pytest.mark.parametrize(
-    ("key", "secret"),
-    [
-        ("api_key", True),
-        ("OPENAI_API_KEY", True),
-        ("access_token", True),
-        ("db_password", True),
-        ("tracking.credentials", True),
-        ("api_key_env", False),  # the name of a variable, not its value
-        ("max_tokens", False),
-        ("tokenizer", False),
-        ("author", False),
-    ],
-)
-def test_what_counts_as_a_secret(key: str, secret: bool) -> None:
-    assert is_secret_key(key) is secret

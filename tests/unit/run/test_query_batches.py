@@ -1,19 +1,17 @@
-"""Cases retrieved together (one bm25s call per batch) get exactly what each gets alone: the
-same hits, scores and tie order, and the same case results from the unit evaluator."""
+"""The unit evaluator's cases retrieved together (one bm25s call per batch) get the case
+results each gets alone, and their latencies say how they were measured."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import itertools
-import json
 from pathlib import Path
 
 import pytest
 
 from heta_eval.evaluators import NDCGAtK, RecallAtK
 from heta_eval.json_cache import JsonFileCache
-from heta_eval.kb import KnowledgeBase, LocalObjectStore, RawSource
+from heta_eval.kb import KnowledgeBase, LocalObjectStore
 from heta_eval.kb.build_cache import BuildCache, CacheMode
 from heta_eval.records import (
     BenchmarkCase,
@@ -24,54 +22,19 @@ from heta_eval.records import (
 )
 from heta_eval.run.settings import QUERY_BATCH_SIZE
 from heta_eval.run.units import UnitEvaluator, UnitPlan
-
-from .conftest import REPO, load_recipe
-
-SCIFACT = REPO.parent / "shared" / "datasets" / "beir" / "scifact"
-DOCUMENTS = 300
-QUERIES = 60
+from tests.conftest import load_recipe
+from tests.scifact_corpus import tied_corpus
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalObjectStore, list, list]:
-    """300 SciFact documents, each of the first 30 stored twice (equal scores: ties), and
-    60 queries, among them queries with no known word and one naming a document's id."""
-    store = LocalObjectStore(tmp_path_factory.mktemp("store"))
-    sources = []
-    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line, _ in zip(handle, range(DOCUMENTS), strict=False)]
-    for copy in ("", "-copy"):
-        for row in rows if not copy else rows[:30]:
-            doc = f"{row['_id']}{copy}"
-            key = f"raw/benchmarks/scifact/test/{doc}/{doc}.txt"
-            store.put(key, f"{row['title']}\n{row['text']}".encode())
-            sources.append(RawSource(key=key, document_id=doc))
-    with (SCIFACT / "queries.jsonl").open(encoding="utf-8") as handle:
-        lines = zip(handle, range(QUERIES), strict=False)
-        queries = [json.loads(line)["text"] for line, _ in lines]
-    queries += ["zzqx wvvk", rows[3]["title"], rows[3]["title"]]
-    return store, sources, queries
+def corpus(
+    tmp_path_factory: pytest.TempPathFactory, scifact_dir: Path
+) -> tuple[LocalObjectStore, list, list]:
+    return tied_corpus(tmp_path_factory.mktemp("store"), scifact_dir)
 
 
 def _kb(store: LocalObjectStore, sources: list) -> KnowledgeBase:
     return KnowledgeBase._build(load_recipe(), "kb", store, sources)
-
-
-def _ranked(response) -> list[tuple]:  # type: ignore[no-untyped-def]
-    return [(r.id, r.score, r.text, r.source.model_dump()) for r in response.results]
-
-
-def test_query_many_gives_each_query_what_it_gets_alone(corpus: tuple) -> None:
-    store, sources, queries = corpus
-    kb = _kb(store, sources)
-    assert kb.exact_in_batches("bm25")
-    together = asyncio.run(kb.query_many(queries, mode="bm25", top_k=40))
-    alone = [asyncio.run(kb.query(q, mode="bm25", top_k=40)) for q in queries]
-    assert [_ranked(r) for r in together] == [_ranked(r) for r in alone]
-    # The ties are there to be ordered: some results share a score with their neighbour.
-    scores = [r.score for response in together for r in response.results]
-    assert any(a == b for a, b in itertools.pairwise(scores))
-    assert together[-3].results == ()  # no known word: nothing retrieved, alone or together
 
 
 def _cases(queries: list[str], sources: list) -> list[BenchmarkCase]:

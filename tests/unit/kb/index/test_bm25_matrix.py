@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -13,16 +14,14 @@ import pytest
 from heta_eval.kb.index.bm25 import BM25Builder, BM25Index
 from heta_eval.kb.index.bm25_matrix import FlatBM25, FlatTokens, nep50_promotion, term_pairs
 
-from .conftest import SCIFACT
-
 METHODS = ["robertson", "lucene", "atire", "bm25l", "bm25+"]
 
 
 @pytest.fixture(scope="module")
-def texts() -> list[str]:
+def texts(scifact_dir: Path) -> list[str]:
     """SciFact's corpus, with an empty document and one that repeats a word, as bm25s
     indexes them: title and text."""
-    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as handle:
+    with (scifact_dir / "corpus.jsonl").open(encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     found = [f"{row['title']}\n{row['text']}" for row in rows]
     found.insert(3, "")

@@ -36,8 +36,7 @@ from heta_eval.kb import (
     RawSource,
 )
 from heta_eval.kb.index import DenseIndex, OpenAIEmbeddingEncoder, SentenceTransformerEncoder
-
-from .conftest import REPO, SCIFACT
+from tests.conftest import REPO, SCIFACT
 
 # Looked up, not imported: importing sentence_transformers loads torch (seconds of CPU), and
 # every xdist worker collects this module; the tests that use it import it when they run.

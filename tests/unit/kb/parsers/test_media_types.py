@@ -18,8 +18,7 @@ from heta_eval.kb import (
     PdfParser,
     RawSource,
 )
-
-from .conftest import SHARED, load_recipe
+from tests.conftest import SHARED, load_recipe
 
 ADI_PDF = SHARED / "datasets" / "uda" / "src_doc_files_example" / "fin_docs" / "ADI_2009.pdf"
 
