@@ -19,7 +19,7 @@ from pathlib import Path
 
 def seed_sqlite_store(backend_uri: str) -> None:
     """Give a new SQLite store of an `mlflow server` the migrated empty schema from the
-    store template (heta_eval/tracking/store_template.py; tests/test_store_template.py
+    store template (heta_eval/tracking/store_template.py; tests/unit/tracking/test_store_template.py
     shows a copy is the store MLflow makes itself), so the server starts without running
     every migration first (several seconds of its start on this machine). Other stores,
     and a store that exists already, are left to MLflow."""

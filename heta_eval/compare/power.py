@@ -17,7 +17,8 @@ constant (matched pairs)" and statsmodels' `TTestPower` compute it). From it:
 
 Our tests are a paired randomization (sign-flip) test and McNemar's exact test; the t-test's
 power is their large-sample power (the randomization test on the mean converges to the
-t-test), which `tests/test_power.py` checks by simulation against the randomization test.
+t-test), which `tests/unit/compare/test_power.py` checks by simulation against the
+randomization test.
 The macro average of a suite uses the normal approximation on its standard error.
 """
 

@@ -9,8 +9,9 @@ and copied for each new store.
 The template holds MLflow's tables and alembic version and no experiment: MLflow adds the
 default experiment itself when it first opens the copy, with the artifact location and
 creation time it would have given a store it had made (the location depends on the working
-directory, so it cannot be in a shared template). `tests/test_store_template.py` compares a
-copied store with one MLflow made itself.
+directory, so it cannot be in a shared template).
+`tests/unit/tracking/test_store_template.py` compares a copied store with one MLflow made
+itself.
 
 Anything wrong on the way (a read-only cache, an MLflow whose internals moved) leaves the
 store to MLflow's own creation, as without a template; a slower first run, never a failure.

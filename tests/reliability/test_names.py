@@ -12,8 +12,8 @@ import pytest
 from heta_eval.benchmarks.archives import UnsafeArchiveError, extract_archive
 from heta_eval.kb import InvalidKeyError, LocalObjectStore
 
+from ..archive_files import make_tar, make_zip, tar_member
 from ..conftest import CliRunner
-from ..test_archives import make_tar, make_zip, tar_member
 from .conftest import jsonl_args, nothing_written, write_jsonl
 
 

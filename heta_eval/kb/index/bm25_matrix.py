@@ -7,9 +7,10 @@ bm25s's `BM25` (bm25s documents `build_index_from_ids` as the method to override
 construction, given a `FlatTokens` corpus, sorts the corpus's (term, document) keys once in
 place and computes every score at once with bm25s's own idf and term-frequency functions.
 
-The result is bm25s's, array for array and bit for bit (tests/test_bm25_matrix.py compares
-them for each method): the pairs come out in the order bm25s's CSC construction gives them
-(by term, then by document), and each score is computed from the same float64 operands with
+The result is bm25s's, array for array and bit for bit
+(tests/unit/kb/index/test_bm25_matrix.py compares them for each method): the pairs come
+out in the order bm25s's CSC construction gives them (by term, then by document), and each
+score is computed from the same float64 operands with
 the same operations. The last point depends on NumPy's promotion rules (NumPy 2: a float64
 scalar and a float32 array give float64, which is what an array of per-pair float64 values
 gives too); under other rules, or bm25s's scipy back end, the construction is bm25s's own.
