@@ -78,8 +78,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    from heta_eval.records import EvaluationReport
     from heta_eval.run.tracking_service import write_spool
+
+    from heta_eval.records import EvaluationReport
     from heta_eval.tracking.mlflow_tracker import report_for_logging
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,7 +38,7 @@ def _load(bench: Any, root: Path) -> tuple[list, list, list]:
 
 
 def _time_digest(bench: Any, loaded: tuple[list, list, list], repeat: int) -> dict[str, float]:
-    from heta_eval.run.data_digest import DataDigest
+    from heta_eval.run.identity import DataDigest
 
     documents, cases, units = loaded
     totals, hashing = [], []

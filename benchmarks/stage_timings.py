@@ -184,6 +184,7 @@ def start_tracking(tmp: Path, recipe: Any) -> Any:
     the run started in it without waiting, as a heta-eval run starts them: the worker imports
     MLflow, creates the store and starts the run while this process loads and evaluates."""
     from heta_eval.run.tracker_process import TrackerProcess
+
     from heta_eval.tracking import MlflowTracker
 
     root = tmp / "mlflow"

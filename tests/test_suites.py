@@ -21,7 +21,7 @@ from mlflow import MlflowClient
 from heta_eval.config.resolvers import SuiteDataError, beir_datasets
 from heta_eval.records.suite import suite_from_config
 from heta_eval.results.suite_table import scoped_mean
-from heta_eval.run.reproduce import read_suite, suite_names
+from heta_eval.sweep.reproduce import read_suite, suite_names
 
 from .compare_helpers import compare_cli, modes_report
 from .conftest import SHARED, job_logs, user_env

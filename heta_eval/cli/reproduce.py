@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cells(row: object) -> list[str]:
-    from heta_eval.run.reproduce import MatrixRow
+    from heta_eval.sweep.reproduce import MatrixRow
 
     assert isinstance(row, MatrixRow)
     ref = row.reference
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from heta_eval.run.reproduce import read_suite, run_matrix, suite_names
+    from heta_eval.sweep.reproduce import read_suite, run_matrix, suite_names
 
     try:
         names = args.suite or suite_names()

@@ -27,11 +27,25 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from types import FrameType
 
-from heta_eval.run.process_alive import process_gone
-
 POLL_SECONDS = 1.0
 TERMINATE_SECONDS = 5.0
 RETRY_SECONDS = 0.02  # a SIGTERM deferred out of semaphore bookkeeping comes again after
+
+
+def process_gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie, not yet reaped, has exited)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    with (
+        contextlib.suppress(OSError, IndexError),
+        open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat,
+    ):
+        return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    return False
 
 
 def _watch(run_pid: int, pidfd: int | None) -> None:

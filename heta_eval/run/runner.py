@@ -44,9 +44,9 @@ from heta_eval.records.run import (
     TrackingRef,
     UnitFacts,
 )
-from heta_eval.run.data_digest import DataDigest
 from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
 from heta_eval.run.failures import fail_cases_with_lost_evidence
+from heta_eval.run.identity import DataDigest
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
 from heta_eval.run.parent_watch import abandon, die_with_run
 from heta_eval.run.settings import RunnerSettings, resolve_top_k

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from heta_eval import EvaluationReport
-from heta_eval.run.process_alive import process_gone
+from heta_eval.run.parent_watch import process_gone
 
 from .conftest import mlflow_runs
 from .processes import SLOW_INDEX, after_tracking, cli_env, proc_entries, run_cli

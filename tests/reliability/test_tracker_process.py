@@ -18,7 +18,7 @@ from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport, evaluate
 from heta_eval.run import tracker_process
-from heta_eval.run.process_alive import process_gone
+from heta_eval.run.parent_watch import process_gone
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
 from .conftest import mlflow_runs
