@@ -111,6 +111,8 @@ def run_peer(data: Path, queries: int) -> dict[str, Any]:
         BenchmarkWorkspace,
     )
 
+    from heta_eval.bridges.heta.tokenizer import offline_tokenizer
+
     tmp = scratch_dir("peer-heta-")
     bridge, recipe = heta_recipe(tmp / "objects")
     benchmark = FirstCases(
@@ -124,7 +126,7 @@ def run_peer(data: Path, queries: int) -> dict[str, Any]:
     )
     workspace = BenchmarkWorkspace(root_dir=tmp, cache_dir=tmp / "cache", output_dir=tmp / "out")
     config = BenchmarkRunConfig(top_k=100, persist_report=False, max_concurrent_queries=1)
-    with bridge._offline_tokenizer():
+    with offline_tokenizer(bridge.steps, allow_network=bridge.allow_network):
         started = time.perf_counter()
         result = asyncio.run(
             BenchmarkRunner().run(

@@ -148,9 +148,9 @@ def test_without_a_local_tokenizer_copy_token_counts_fall_back_without_network(
 ) -> None:
     import tiktoken.registry
 
-    from heta_eval.bridges import heta
+    from heta_eval.bridges.heta import tokenizer
 
-    monkeypatch.setattr(heta, "_tiktoken_cache_dirs", lambda: [])
+    monkeypatch.setattr(tokenizer, "_tiktoken_cache_dirs", lambda: [])
     monkeypatch.delitem(tiktoken.registry.ENCODINGS, "cl100k_base", raising=False)
     store, sources = _store(tmp_path)
 

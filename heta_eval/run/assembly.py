@@ -33,6 +33,7 @@ from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.parsers.base import not_a_parser
 from heta_eval.kb.protocols import RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
+from heta_eval.kb.replay import ReplayRecipe
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
 from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
@@ -162,6 +163,15 @@ def check_recipe_components(recipe: KnowledgeRecipe) -> None:
             raise ConfigError(f"recipe.parser: {why}")
 
 
+def check_replay_files(recipe: ReplayRecipe) -> None:
+    """Read and check a replay's files now: a malformed line fails before any work, named
+    `FILE:LINE`, and the files' digests are ready for the run's identity."""
+    try:
+        recipe.check_files()
+    except ValueError as exc:  # a ReplayInputError, as from the recipe's validation
+        raise ConfigError(f"recipe: {exc}") from None
+
+
 def _evaluators(
     spec: Mapping[str, Any], benchmark: BenchmarkProtocol
 ) -> tuple[BenchmarkEvaluatorProtocol, ...]:
@@ -277,6 +287,8 @@ def assemble(cfg: DictConfig) -> RunComponents:
         )
     if isinstance(recipe, KnowledgeRecipe):
         check_recipe_components(recipe)
+    if isinstance(recipe, ReplayRecipe):
+        check_replay_files(recipe)
     try:
         check_shard_settings(settings, recipe)
     except ShardingError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -94,6 +95,47 @@ class ReplayedFile:
         if self.tags:
             facts["tags"] = list(self.tags)
         return facts
+
+
+class ReplayedFiles:
+    """The parsed files of one replay by kind (`run`, `predictions`), each case found by its
+    unit and case id (`lookup`)."""
+
+    def __init__(self, files: Mapping[str, ReplayedFile]) -> None:
+        self.by_kind: dict[str, ReplayedFile] = dict(files)
+        self._index = {
+            kind: {(c.unit_id, c.case_id): c for c in file.cases}
+            for kind, file in self.by_kind.items()
+        }
+
+    def lookup(self, kind: str, unit_id: str, case_id: str) -> ReplayedCase | None:
+        """The file's entry for a case: the one naming its unit, else the one without a unit."""
+        index = self._index[kind]
+        return index.get((unit_id, case_id)) or index.get((None, case_id))
+
+    def digests(self) -> dict[str, str]:
+        """The sha256 of each file, by kind."""
+        return {kind: file.sha256 for kind, file in self.by_kind.items()}
+
+
+def read_files(run: str | None, predictions: str | None) -> ReplayedFiles:
+    """Read and check a run file and/or a predictions file: every problem names its
+    `FILE:LINE` (a ReplayInputError). Without a run file, each prediction needs its
+    `retrieved` list (the ranking comes from nowhere else)."""
+    files: dict[str, ReplayedFile] = {}
+    if run:
+        files["run"] = read_run(run)
+    if predictions:
+        files["predictions"] = read_predictions(predictions)
+        if not run:
+            lacking = [c.where for c in files["predictions"].cases if c.items is None]
+            if lacking:
+                raise ReplayInputError(
+                    f"{len(lacking)} prediction(s) have no `retrieved` list and no "
+                    f"recipe.run gives a ranking (give `retrieved: []` for a case that "
+                    f"retrieved nothing): {', '.join(lacking[:MAX_SHOWN])}"
+                )
+    return ReplayedFiles(files)
 
 
 def raise_problems(problems: list[str], heading: str) -> None:

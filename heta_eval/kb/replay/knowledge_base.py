@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from heta_eval.config.components import instantiate
 from heta_eval.kb.documents import RawSource
-from heta_eval.kb.replay.files import ReplayedCase, ReplayedItem, ReplayInputError
+from heta_eval.kb.replay.files import (
+    ReplayedCase,
+    ReplayedFiles,
+    ReplayedItem,
+    ReplayInputError,
+)
 from heta_eval.kb.store import ObjectStore
 from heta_eval.records import (
     BenchmarkCase,
@@ -20,8 +26,17 @@ from heta_eval.records import (
     SourceRef,
 )
 
-if TYPE_CHECKING:
-    from heta_eval.kb.replay.recipe import ReplayRecipe
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """What a replay's knowledge base takes from its recipe: the recipe's name and query
+    modes (for the manifest), the parser spec that reads a document's text when a file gives
+    none, and the component named in the build step (the recipe's class)."""
+
+    recipe_name: str
+    query_modes: tuple[str, ...]
+    parser: Mapping[str, Any]
+    component: str
 
 
 class ReplayKnowledgeBase:
@@ -37,29 +52,30 @@ class ReplayKnowledgeBase:
         self,
         *,
         name: str,
-        recipe: ReplayRecipe,
+        files: ReplayedFiles,
+        settings: ReplaySettings,
         store: ObjectStore,
         sources: Sequence[RawSource],
     ) -> None:
         started = time.perf_counter()
         self.name = name
-        self.recipe = recipe
+        self.files = files
+        self.settings = settings
         self._store = store
         self._sources = {s.document_id: s for s in sources}
         self._texts: dict[str, str] = {}
         self._parser: Any = None
-        files = recipe.files
         self._manifest = KnowledgeBaseManifest(
             name=name,
-            recipe_name=recipe.name,
-            query_modes=recipe.query_modes,
+            recipe_name=settings.recipe_name,
+            query_modes=settings.query_modes,
             source_keys=tuple(s.key for s in sources),
             steps=(
                 BuildStep(
                     name="replay",
-                    component=f"{type(recipe).__module__}.{type(recipe).__name__}",
+                    component=settings.component,
                     seconds=time.perf_counter() - started,
-                    counts={f"{kind}_cases": len(f.cases) for kind, f in files.items()},
+                    counts={f"{kind}_cases": len(f.cases) for kind, f in files.by_kind.items()},
                 ),
             ),
             # No "chunks": how many items the system that produced the files could retrieve is
@@ -86,8 +102,8 @@ class ReplayKnowledgeBase:
         if top_k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
         entries: dict[str, ReplayedCase] = {}
-        for kind, file in self.recipe.files.items():
-            entry = self.recipe.lookup(kind, unit_id, case.case_id)
+        for kind, file in self.files.by_kind.items():
+            entry = self.files.lookup(kind, unit_id, case.case_id)
             if entry is None:
                 raise ReplayInputError(
                     f"{file.path} has no line for case {case.case_id!r} (unit {unit_id!r})"
@@ -146,7 +162,7 @@ class ReplayKnowledgeBase:
         text = self._texts.get(document_id)
         if text is None:
             if self._parser is None:
-                self._parser = instantiate(self.recipe.parser)
+                self._parser = instantiate(self.settings.parser)
             source = self._sources[document_id]
             text = self._parser.parse(source, self._store.get(source.key)).text
             self._texts[document_id] = text

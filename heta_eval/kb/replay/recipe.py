@@ -2,11 +2,13 @@
 
 `recipe=replay recipe.run=FILE` scores a TREC run file, `recipe.predictions=FILE` predictions
 JSON Lines, both together a run's ranking with the predictions' answers. The files are read
-and checked when the recipe is created (before any work); their sha256 digests are part of
-the run's identity (`content_digests`). Against the benchmark's cases (`check_contents`,
-called by the runner once the benchmark is loaded): an unknown case id or unit is an error,
-a docid that is not in the corpus is counted and named in the report, and a case a file does
-not cover fails when it is evaluated, named in its error.
+and checked once, by `check_files` (which the run's assembly calls, before any work), else on
+first use; the knowledge base answers from what was read, so that the results are those of
+the content whose sha256 digests are part of the run's identity (`content_digests`). Against
+the benchmark's cases (`check_contents`, called by the runner once the benchmark is loaded):
+an unknown case id or unit is an error, a docid that is not in the corpus is counted and
+named in the report, and a case a file does not cover fails when it is evaluated, named in
+its error.
 """
 
 from __future__ import annotations
@@ -22,13 +24,12 @@ from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.replay.files import (
     MAX_SHOWN,
-    ReplayedCase,
     ReplayedFile,
-    ReplayInputError,
+    ReplayedFiles,
     raise_problems,
-    read_predictions,
-    read_run,
+    read_files,
 )
+from heta_eval.kb.replay.knowledge_base import ReplayKnowledgeBase, ReplaySettings
 from heta_eval.kb.store import ObjectStore
 from heta_eval.records import BenchmarkContents
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
@@ -58,10 +59,7 @@ class ReplayRecipe(Record):
     query_mode: NonEmptyStr = "replay"
     parser: JsonDict = Field(default_factory=lambda: {"_target_": "heta_eval.kb.MediaTypeParser"})
 
-    _files: dict[str, ReplayedFile] = PrivateAttr(default_factory=dict)
-    _index: dict[str, dict[tuple[str | None, str], ReplayedCase]] = PrivateAttr(
-        default_factory=dict
-    )
+    _read: ReplayedFiles | None = PrivateAttr(default=None)
     _notes: list[str] = PrivateAttr(default_factory=list)
     _checks: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -74,7 +72,7 @@ class ReplayRecipe(Record):
         return data
 
     @model_validator(mode="after")
-    def _read(self) -> ReplayRecipe:
+    def _check(self) -> ReplayRecipe:
         if not self.run and not self.predictions:
             raise ValueError(
                 "replay needs recipe.run=FILE (a TREC run) and/or recipe.predictions=FILE "
@@ -83,24 +81,19 @@ class ReplayRecipe(Record):
         if "_target_" not in self.parser:
             raise ValueError("parser needs a _target_")
         resolve_target(self.parser["_target_"])  # a misspelt parser fails now, not per case
-        files = {}
-        if self.run:
-            files["run"] = read_run(self.run)
-        if self.predictions:
-            files["predictions"] = read_predictions(self.predictions)
-            if not self.run:
-                lacking = [c.where for c in files["predictions"].cases if c.items is None]
-                if lacking:
-                    raise ReplayInputError(
-                        f"{len(lacking)} prediction(s) have no `retrieved` list and no "
-                        f"recipe.run gives a ranking (give `retrieved: []` for a case that "
-                        f"retrieved nothing): {', '.join(lacking[:MAX_SHOWN])}"
-                    )
-        self._files = files
-        self._index = {
-            kind: {(c.unit_id, c.case_id): c for c in file.cases} for kind, file in files.items()
-        }
         return self
+
+    def check_files(self) -> None:
+        """Read and check the files now (each problem named `FILE:LINE`, a
+        ReplayInputError); the run's assembly calls it, before any work. They are read once:
+        the digests, the check against the benchmark and the knowledge bases use what was
+        read."""
+        self._replayed()
+
+    def _replayed(self) -> ReplayedFiles:
+        if self._read is None:
+            self._read = read_files(self.run, self.predictions)
+        return self._read
 
     # -- the RecipeLike contract ----------------------------------------------------------
 
@@ -117,7 +110,7 @@ class ReplayRecipe(Record):
         # Answers come from a predictions file only: without one the replay answers nothing,
         # so answer metrics are skipped instead of scoring every case as a missing answer.
         data["answerer"] = "predictions file" if self.predictions else None
-        data["files"] = {kind: file.facts() for kind, file in self._files.items()}
+        data["files"] = {kind: file.facts() for kind, file in self.files.items()}
         if self._checks:
             data["checks"] = dict(self._checks)
         if self._notes:
@@ -127,27 +120,29 @@ class ReplayRecipe(Record):
     def content_digests(self) -> dict[str, str]:
         """The sha256 of each replayed file: part of the run's identity, so that a changed
         file is never answered with a stale result."""
-        return {kind: file.sha256 for kind, file in self._files.items()}
+        return self._replayed().digests()
 
     async def create_knowledge_base(
         self, *, name: str, store: ObjectStore, sources: Sequence[RawSource]
     ) -> Any:
-        """A knowledge base that answers each case from the files (nothing is indexed)."""
-        from heta_eval.kb.replay.knowledge_base import ReplayKnowledgeBase
+        """A knowledge base that answers each case from the files (nothing is indexed); the
+        files are read now unless `check_files` read them."""
+        settings = ReplaySettings(
+            recipe_name=self.name,
+            query_modes=self.query_modes,
+            parser=self.parser,
+            component=f"{type(self).__module__}.{type(self).__name__}",
+        )
+        return ReplayKnowledgeBase(
+            name=name, files=self._replayed(), settings=settings, store=store, sources=sources
+        )
 
-        return ReplayKnowledgeBase(name=name, recipe=self, store=store, sources=sources)
-
-    # -- lookups --------------------------------------------------------------------------
+    # -- the files ------------------------------------------------------------------------
 
     @property
     def files(self) -> Mapping[str, ReplayedFile]:
-        """The parsed files by kind (`run`, `predictions`)."""
-        return self._files
-
-    def lookup(self, kind: str, unit_id: str, case_id: str) -> ReplayedCase | None:
-        """The file's entry for a case: the one naming its unit, else the one without a unit."""
-        index = self._index[kind]
-        return index.get((unit_id, case_id)) or index.get((None, case_id))
+        """The parsed files by kind (`run`, `predictions`), read on first use."""
+        return self._replayed().by_kind
 
     # -- the check against the benchmark --------------------------------------------------
 
@@ -164,7 +159,7 @@ class ReplayRecipe(Record):
         problems: list[str] = []
         self._notes = []
         self._checks = {}
-        for kind, file in self._files.items():
+        for kind, file in self.files.items():
             outside: list[str] = []
             covered: set[tuple[str, str]] = set()
             for entry in file.cases:
