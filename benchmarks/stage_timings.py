@@ -7,11 +7,11 @@ Usage: python benchmarks/stage_timings.py [scifact|uda_bench|uda_table|beir:DIR 
 For each benchmark (the real datasets in ../shared, or any BEIR-layout directory as
 `beir:DIR`): loading (prepare + documents + cases), writing raw documents, building the
 knowledge bases, querying, scoring, building and writing the report, the whole
-evaluation, and MLflow logging into a fresh local SQLite store, as a heta-eval run logs:
-through a tracker worker process started with the run (it imports MLflow and creates the
-store meanwhile), the wait for the run's start (params) and for `log_report` (metrics, the
-per-case table and the report artifact) timed apart. Medians of N repeats in this
-process. bm25s is imported before the clock starts (as the floor imports its libraries);
+evaluation, and MLflow logging into a fresh local SQLite store, as a heta-eval run logs
+(`run.lifecycle`): the tracker gets ready in a thread (importing MLflow) while the benchmark
+loads, the run is started before the evaluation (params) and the run directory logged after
+it (`finish`: metrics, the per-case table and the files), timed apart. Medians of N repeats
+in this process. bm25s is imported before the clock starts (as the floor imports its libraries);
 with `--store` the object store is shared between repeats, as in a sweep (documents are
 compared, not written again).
 `--cache DIR` keeps a build cache across runs (a later run loads the knowledge base, its BM25
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,10 +76,8 @@ def one_run(
 ) -> tuple[dict[str, float], Any]:
     """Stage seconds and scores of one evaluation, and its report."""
     tmp = scratch_dir("stage-timings-")
-    # As a heta-eval run does (run.lifecycle): MLflow is imported and its store opened in a
-    # tracker worker process started with the run, off the evaluation's critical path.
     built_recipe = bm25_recipe(**recipe)
-    tracking = start_tracking(tmp, built_recipe.manifest()) if mlflow else None
+    tracking = connect_tracking(tmp) if mlflow else None
     bench = make_benchmark(name)
     runner = BenchmarkRunner(
         benchmark=bench,
@@ -96,14 +95,16 @@ def one_run(
         ),
     )
 
-    async def go() -> tuple[Any, float, float]:
+    async def go() -> tuple[Any, float, float, dict[str, float]]:
         t0 = time.perf_counter()
         contents = await runner.load()
         t1 = time.perf_counter()
+        started = start_tracking(tracking, tmp, built_recipe.manifest()) if tracking else {}
+        t2 = time.perf_counter()
         report = await runner.evaluate(contents)
-        return report, t1 - t0, time.perf_counter() - t1
+        return report, t1 - t0, time.perf_counter() - t2, started
 
-    report, load, evaluate = run_sync(go())
+    report, load, evaluate, started = run_sync(go())
     timings = report.run.timings_seconds
     row: dict[str, float] = {
         "knowledge_bases": float(len(report.knowledge_base_manifests)),
@@ -136,7 +137,8 @@ def one_run(
         **{k.split(".", 1)[1]: v for k, v in report.score_summary.items()},
     }
     if tracking is not None:
-        row.update(log_to_mlflow(tracking, report, tmp))
+        row.update(started)
+        row.update(log_to_mlflow(tracking[0], report))
     row["peak_rss_mb"] = peak_rss_mb()
     if measure_sizes:
         documents = report.run.document_keys.stored
@@ -179,34 +181,34 @@ def sizes(report: Any, store: Path, documents: int) -> dict[str, float]:
     }
 
 
-def start_tracking(tmp: Path, recipe: Any) -> Any:
-    """A tracker worker process for a fresh local SQLite MLflow store (`TrackerProcess`), and
-    the run started in it without waiting, as a heta-eval run starts them: the worker imports
-    MLflow, creates the store and starts the run while this process loads and evaluates."""
-    from heta_eval.run.tracker_process import TrackerProcess
-
+def connect_tracking(tmp: Path) -> tuple[Any, threading.Thread]:
+    """The run's MLflow tracker for a fresh local SQLite store, getting ready in a thread
+    (importing MLflow) while this process loads the benchmark, as a heta-eval run's does."""
     from heta_eval.tracking import MlflowTracker
 
-    root = tmp / "mlflow"
-    tracker = TrackerProcess(
-        MlflowTracker(root=root), {"_target_": "heta_eval.tracking.MlflowTracker", "root": root}
-    )
-    tracker.connect()
-    tracker.start(run_name="stage-timings", config={"recipe": recipe}, tags={})
-    return tracker
+    tracker = MlflowTracker(root=tmp / "mlflow")
+    connecting = threading.Thread(target=tracker.connect, daemon=True)
+    connecting.start()
+    return tracker, connecting
 
 
-def log_to_mlflow(tracker: Any, report: Any, tmp: Path) -> dict[str, float]:
-    """Seconds the run waits for the tracker worker's MLflow run (0 unless the worker is
-    still creating the store and the run), and to log the report and end."""
+def start_tracking(tracking: tuple[Any, threading.Thread], tmp: Path, recipe: Any) -> dict:
+    """Start the MLflow run before the evaluation (the store is created, the params logged);
+    the seconds that took, with the wait for the tracker to be ready."""
+    tracker, connecting = tracking
     t0 = time.perf_counter()
-    tracker.run_id  # noqa: B018  (waits for the worker: the store and the run exist)
-    t1 = time.perf_counter()
-    tracker.log_report(report, {"report": tmp / "run" / "report.json"})
-    tracker.end()
-    tracker.close()
-    t2 = time.perf_counter()
-    return {"mlflow_start_s": t1 - t0, "mlflow_log_report_s": t2 - t1}
+    connecting.join()
+    tracker.start(run_name="stage-timings", config={"recipe": recipe}, tags={}, run_dir=tmp / "run")
+    return {"mlflow_start_s": time.perf_counter() - t0}
+
+
+def log_to_mlflow(tracker: Any, report: Any) -> dict[str, float]:
+    """Seconds to log the run directory (the report and the files beside it) and end."""
+    t0 = time.perf_counter()
+    tracker.finish(report)
+    if tracker.offline:
+        raise SystemExit(f"MLflow logging failed: {tracker.describe()}")
+    return {"mlflow_log_report_s": time.perf_counter() - t0}
 
 
 def main() -> None:

@@ -13,16 +13,9 @@ paths.root=ROOT`, what the `heta-eval` console script runs):
 - warm root: one root per checkout, filled by an untimed run before the first round, with
   `runner.resume=false runner.cache=off`, as a sweep's later runs (the MLflow store and the
   documents exist; the evaluation is done again, nothing is reused);
-- warm root, untracked: the same with `tracking=none`, the harness without MLflow;
-- warm root, service: the same with `tracking.service=true`, handing the tracking to the
-  tracking service (`heta_eval/run/tracking_service.py`), already running: an untimed run
-  starts it before the first round (its own directory, `HETA_EVAL_SERVICE_DIR`); only for a
-  checkout that has the service. It is killed at the end.
+- warm root, untracked: the same with `tracking=none`, the harness without MLflow.
 Each process's CPU seconds (user + system) are those of its whole process tree (its workers
-are waited for, so their CPU counts); the service's CPU during a run, which is not in that
-tree, is read from /proc and shown beside it. A run hands its logging to the service and
-exits before it is done: the service's logging after the exit is waited for (its spool
-empty) before the next process starts, untimed, and its CPU is in the service's figure.
+are waited for, so their CPU counts).
 Every run must exit 0 and its report.json (the `report: PATH` line) must hold nDCG@10; the
 floor's nDCG@10 comes from its JSON. A failed run is shown with its output and left out of
 the medians (the script then exits 1); a checkout whose untimed first run fails is not timed.
@@ -44,11 +37,9 @@ import json
 import os
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -63,9 +54,7 @@ from run_all import disk_probe, machine
 # The warm root's overrides; "untracked" also leaves MLflow out (`tracking=none`), which
 # separates the harness's own cost from tracking's.
 WARM = ("runner.resume=false", "runner.cache=off")
-SERVICE = ("tracking.service=true", "tracking.service_idle_seconds=900")
-SERVICE_MODULE = "heta_eval.run.tracking_service"
-VARIANTS = ("fresh root", "warm root", "warm root, untracked", "warm root, service")
+VARIANTS = ("fresh root", "warm root", "warm root, untracked")
 COLUMNS = [
     "process",
     "ok",
@@ -76,7 +65,6 @@ COLUMNS = [
     "ratio",
     "cpu_median_s",
     "cpu_ratio",
-    "service_cpu_s",
     "ndcg@10",
 ]
 
@@ -90,7 +78,6 @@ class Tree:
     package: str = ""
     warm_root: Path = field(default_factory=Path)
     error: str | None = None
-    has_service: bool = False
 
 
 @dataclass
@@ -101,7 +88,6 @@ class Outcome:
     ndcg: float | None
     error: str | None = None
     cpu: float | None = None  # user + system seconds of the process tree
-    service_cpu: float | None = None  # the tracking service's, during the run
 
 
 def git_label(path: Path) -> str:
@@ -152,43 +138,6 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def service_pids(base: Path) -> list[int]:
-    """The tracking service processes serving directories under `base` (from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                args = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if SERVICE_MODULE.encode() in args and any(
-                a.startswith(os.fsencode(base)) for a in args
-            ):
-                found.append(int(entry.name))
-    return found
-
-
-def service_cpu(base: Path) -> float:
-    """User + system seconds the services under `base` have used so far."""
-    total = 0.0
-    for pid in service_pids(base):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def spool_drained(base: Path, timeout: float = 120.0) -> None:
-    """Wait until the services under `base` have logged every run handed to them (their
-    spool files gone: `run.tracking_service`), so that this logging, done after a run's
-    exit, does not share the cores with the next timed process."""
-    deadline = time.monotonic() + timeout
-    while list(base.glob("*/spool/*.json")) and time.monotonic() < deadline:
-        time.sleep(0.02)
-
-
 def timed_process(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[Any, float, float]:
     """(the finished process, wall seconds from its start to its exit, CPU seconds of its
     process tree)."""
@@ -222,11 +171,8 @@ def report_ndcg(stdout: str, root: Path) -> float | None:
     return next((summary[k] for k in keys if k in summary), None)
 
 
-def run_heta_eval(
-    tree: Tree, data: Path, root: Path, *overrides: str, services: Path | None = None
-) -> Outcome:
-    """One whole `heta-eval` SciFact process of `tree` with everything under `root`; with
-    `services`, its tracking service lives there (and its CPU is read)."""
+def run_heta_eval(tree: Tree, data: Path, root: Path, *overrides: str) -> Outcome:
+    """One whole `heta-eval` SciFact process of `tree` with everything under `root`."""
     command = [
         sys.executable,
         "-m",
@@ -237,23 +183,14 @@ def run_heta_eval(
         "runner.progress=off",
         *overrides,
     ]
-    env = tree_env(tree)
-    if services is not None:
-        env["HETA_EVAL_SERVICE_DIR"] = str(services)
-        before = service_cpu(services)
-    done, seconds, cpu = timed_process(command, tree.path, env)
-    if services is not None:
-        spool_drained(services)  # its logging, after the run's exit, is not left to the next
-    served = service_cpu(services) - before if services is not None else None
+    done, seconds, cpu = timed_process(command, tree.path, tree_env(tree))
     output = done.stdout + done.stderr
     if done.returncode != 0:
         return Outcome(seconds, None, f"exit {done.returncode}\n{tail(output)}")
-    if services is not None and "tracking service not reached" in output:
-        return Outcome(seconds, None, f"the tracking service was not used\n{tail(output)}")
     ndcg = report_ndcg(done.stdout, root)
     if ndcg is None:
         return Outcome(seconds, None, f"exit 0 but no nDCG@10 in a report.json\n{tail(output)}")
-    return Outcome(seconds, ndcg, cpu=cpu, service_cpu=served)
+    return Outcome(seconds, ndcg, cpu=cpu)
 
 
 def summarise(
@@ -263,7 +200,7 @@ def summarise(
     floor_cpu: float | None = None,
 ) -> dict[str, Any]:
     """A table row: median, min and max of the successful runs, and the ratio to the floor;
-    the median CPU seconds of the process tree (and of the service, if one served)."""
+    the median CPU seconds of the process tree."""
     good = [o for o in outcomes if o.error is None]
     times = [o.seconds for o in good]
     ndcgs = sorted({round(o.ndcg, 4) for o in good if o.ndcg is not None})
@@ -278,9 +215,6 @@ def summarise(
         row["cpu_median_s"] = statistics.median(cpus)
         if floor_cpu:
             row["cpu_ratio"] = row["cpu_median_s"] / floor_cpu
-    served = [o.service_cpu for o in good if o.service_cpu is not None]
-    if served:
-        row["service_cpu_s"] = statistics.median(served)
     row["ndcg@10"] = " / ".join(f"{v:.4f}" for v in ndcgs) or "-"
     row["seconds"] = [round(o.seconds, 3) for o in outcomes]
     row["cpu_seconds"] = [None if o.cpu is None else round(o.cpu, 3) for o in outcomes]
@@ -325,33 +259,19 @@ def main() -> None:
     info["disk_probe_at_start_s"] = round(disk_probe(), 3)
     print(f"machine: {info}", flush=True)
     tmp = scratch_dir("whole-process-")
-    # Short (a Unix socket path) and private: the tracking services of this benchmark.
-    services = Path(tempfile.mkdtemp(prefix="wp-svc-", dir="/tmp"))
     for n, tree in enumerate(trees):
         tree.package = imported_package(tree)
         tree.warm_root = tmp / f"warm-{n}"
-        tree.has_service = (tree.path / "heta_eval" / "run" / "tracking_service.py").is_file()
         print(f"{tree.label}: heta_eval from {tree.package}; filling its warm root", flush=True)
         warmed = run_heta_eval(tree, data, tree.warm_root)
         if warmed.error:
             tree.error = warmed.error
             print(f"  not timed: its untimed first run failed: {warmed.error}", flush=True)
-        elif tree.has_service:
-            # Starts the tree's service (one per code version), warm for the timed rounds.
-            first = run_heta_eval(tree, data, tree.warm_root, *WARM, *SERVICE, services=services)
-            if first.error:
-                print(f"  no service variant: its untimed run failed: {first.error}")
-                tree.has_service = False
     failed_trees = [t for t in trees if t.error]
     trees = [t for t in trees if not t.error]
 
     floor_runs: list[Outcome] = []
-    runs: dict[tuple[str, str], list[Outcome]] = {
-        (t.label, v): []
-        for t in trees
-        for v in VARIANTS
-        if t.has_service or v != "warm root, service"
-    }
+    runs: dict[tuple[str, str], list[Outcome]] = {(t.label, v): [] for t in trees for v in VARIANTS}
     for i in range(rounds):
         out = tmp / f"floor-{i}.json"
         floor_runs.append(run_floor(data, out))
@@ -370,20 +290,11 @@ def main() -> None:
                 f"{tree.label} fresh {cell(outcome)}, warm {cell(warm)}, "
                 f"untracked {cell(untracked)}"
             )
-            if tree.has_service:
-                served = run_heta_eval(
-                    tree, data, tree.warm_root, *WARM, *SERVICE, services=services
-                )
-                runs[(tree.label, "warm root, service")].append(served)
-                line.append(f"service {cell(served)}")
         print(" · ".join(line), flush=True)
         for outcome in [floor_runs[-1], *(r[-1] for r in runs.values())]:
             if outcome.error:
                 print(f"  failed: {outcome.error}", flush=True)
 
-    for pid in service_pids(services):
-        os.kill(pid, signal.SIGTERM)  # started by this benchmark; it exits between calls
-    shutil.rmtree(services, ignore_errors=True)
     info["load_average_at_end"] = os.getloadavg()[0]
     info["disk_probe_at_end_s"] = round(disk_probe(), 3)
     floor_row = summarise("floor (floor.py)", floor_runs, None)
