@@ -68,6 +68,7 @@ from heta_eval.sweep.end import SUMMARY_TABLE as SUMMARY_TABLE
 from heta_eval.sweep.parent import (
     LOCAL_LAUNCHERS,
     close_parent,
+    mark_sweep,
     open_parent,
     warn_not_created,
 )
@@ -145,7 +146,7 @@ class MlflowSweepCallback(Callback):
             # directories keep everything for heta-eval-sync.
             refused = access_problem(tracker.uri, exc, tracker.experiment)
             warn_not_created(sweep_dir, tracker.root, refused, exc)
-            return
+            tracker = None  # the sweep's record still gets its final status at the end
         self._arm(tracker, sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -153,6 +154,9 @@ class MlflowSweepCallback(Callback):
             return
         self._disarm()
         assert self._sweep_dir is not None
+        if self._tracker is None:
+            mark_sweep(self._sweep_dir, "FINISHED", synced=False)
+            return
         close_parent(self._tracker, self._sweep_dir, self._optimized, self._suite)
 
     # -- each job (in the launching process or a worker) -----------------------------------
@@ -187,13 +191,15 @@ class MlflowSweepCallback(Callback):
     # -- internals -------------------------------------------------------------------------
 
     def _arm(self, tracker: Any, sweep_dir: Path) -> None:
-        """The parent run exists: end it at exit, and let the jobs find it."""
+        """End the parent run (or, when it could not be created, the sweep's record) at
+        exit, and let the jobs find the parent."""
         self._tracker = tracker
         self._sweep_dir = sweep_dir
         self._armed = True
         atexit.register(self._at_exit)
         self._exit_on_signals()
-        (sweep_dir / PARENT_RUN_FILE).write_text(tracker.run_id, encoding="utf-8")
+        if tracker is not None:
+            (sweep_dir / PARENT_RUN_FILE).write_text(tracker.run_id, encoding="utf-8")
 
     def _exit_on_signals(self) -> None:
         """SIGTERM/SIGHUP (scancel, a closed terminal) exit through atexit, not past it."""
@@ -223,6 +229,9 @@ class MlflowSweepCallback(Callback):
             return
         self._armed = False
         assert self._sweep_dir is not None
+        if self._tracker is None:
+            mark_sweep(self._sweep_dir, self._exit_status, synced=False)
+            return
         since = self._started_ms if self._launcher in LOCAL_LAUNCHERS else None
         close_parent(
             self._tracker,
