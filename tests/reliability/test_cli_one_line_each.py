@@ -18,8 +18,8 @@ import pytest
 from ..conftest import CliRunner
 from .conftest import jsonl_args, write_jsonl
 from .processes import cli_env
-from .test_disk_full import ARGS as DISK_ARGS
-from .test_disk_full import _first_run, _limited
+from .test_run_disk_full import ARGS as DISK_ARGS
+from .test_run_disk_full import _first_run, _limited
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux process groups")
 
