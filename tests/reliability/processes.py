@@ -24,8 +24,8 @@ SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
 
 def after_tracking(root: Path) -> str:
     """The override that holds SLOW_INDEX's queries until the run's tracking run is saved
-    (the tracker worker starts it while the run goes on), so a kill halfway through the
-    queries finds a tracking run to end or continue."""
+    in its state (`state/<identity>/tracking.json`), so a kill halfway through the queries
+    always finds a tracking run to end or continue."""
     return f"+recipe.indexes.bm25.after_file='{root}/state/*/tracking.json'"
 
 
@@ -201,13 +201,3 @@ def proc_entries() -> Iterator[ProcEntry]:
         except (OSError, IndexError, ValueError):
             continue
 
-
-def tracker_workers(pid: int) -> set[int]:
-    """The MLflow tracker worker processes whose parent is `pid` (read from /proc)."""
-    from heta_eval.run.tracker_worker import MODULE
-
-    return {
-        proc.pid
-        for proc in proc_entries()
-        if proc.ppid == pid and MODULE.encode() in b" ".join(proc.argv)
-    }

@@ -1,188 +1,130 @@
 """An MLflow tracking server that is down at the start, or dies mid-run: the evaluation ends,
-its report is on disk, its tracking data waits in the outbox, and `heta-eval-sync` uploads it
-once the server is back, exactly once, into a run equal to the local report.
+its run directory holds everything and is marked unsynced (`tracking.json`: synced false,
+with the reason), and `heta-eval-sync --root` replays it once the server is back, exactly
+once, into a run equal to the run directory (the run made before the outage, if any).
 
 A real `mlflow server` (SQLite store, served artifacts) on 127.0.0.1, killed with SIGKILL and
-restarted on the same port; real `heta-eval` and `heta-eval-sync` subprocesses.
+restarted on the same port. The runs that need no server are `heta-eval` called in this
+process (the `cli` fixture); the run whose server dies under it is a real process, held
+halfway (tests/gates.py) while the server is killed.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
-from heta_eval.tracking.outbox import Outbox, OutboxEntry
 from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport
-from heta_eval.tracking.mlflow_tracker import CASE_TABLE, case_table, report_metrics
-from heta_eval.tracking.naming import PRIMARY_MODE_TAG, logged_params, metric_name, run_params
+from heta_eval.tracking.run_record import write_record
 
-from .processes import (
-    SLOW_INDEX,
-    Finished,
-    MlflowServer,
-    after_tracking,
-    cli_env,
-    free_port,
-    mlflow_server,
-    run_cli,
-    start_cli,
+from ..conftest import InProcessCli
+from ..gates import pause_after, wait_for_file
+from ..tracking_readback import (
+    all_runs,
+    assert_run_matches_directory,
+    heta_eval_sync,
+    record_of,
 )
+from .conftest import report_path
+from .processes import Finished, MlflowServer, free_port, mlflow_server, start_cli
+
+REUSED_TAG = "heta_eval.reused_from.run_id"
 
 
 @pytest.fixture(autouse=True)
 def _quick_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process's MlflowClient gives up on a dead server at once."""
+    """MlflowClient (this process's and the runs') gives up on a dead server at once."""
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
 
 
-def _sync(root: Path, *args: str) -> Finished:
-    proc = subprocess.run(
-        [sys.executable, "-m", "heta_eval.cli.sync", "--root", str(root), *args],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return Finished(proc.returncode, proc.stdout, proc.stderr)
-
-
-def _entries(root: Path) -> list[OutboxEntry]:
-    return list(Outbox(root).entries())
-
-
-def _runs(client: MlflowClient) -> list:
-    experiment = client.get_experiment_by_name("heta_eval")
-    return client.search_runs([experiment.experiment_id]) if experiment else []
-
-
-def _assert_run_equals_report(client: MlflowClient, run_id: str, run_dir: Path, dl: Path) -> None:
-    """Params, tags, every metric, the case table and report.json of the run = the local run."""
-    report = EvaluationReport.read_json(run_dir / "report.json")
-    run = client.get_run(run_id)
-    assert run.info.status == "FINISHED"
-    resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
-    assert run.data.params == logged_params(resolved)[0] | run_params(report)
-    tags = run.data.tags
-    assert tags[PRIMARY_MODE_TAG] == report.primary_query_mode
-    assert tags["benchmark.name"] == report.benchmark.name
-    assert tags["recipe.name"] == report.recipe_manifest["name"]
-    assert len(tags["heta_eval.config_hash"]) == 16
-    for key, value in report.score_summary.items():
-        assert run.data.metrics[metric_name(key)] == pytest.approx(value)
-    expected = {}
-    for key, value, _step in report_metrics(report):
-        expected[key] = value  # the last step's value is the run's latest
-    assert run.data.metrics == pytest.approx(expected)
-    for key in expected:  # each metric once: a repeated sync added nothing
-        steps = [m.step for m in client.get_metric_history(run_id, key)]
-        assert len(steps) == len(set(steps)), key
-    table = json.loads(Path(client.download_artifacts(run_id, CASE_TABLE, str(dl))).read_text())
-    columns = case_table(report)
-    assert table["columns"] == list(columns)
-    assert len(table["data"]) == len(report.case_results)
-    assert [row[0] for row in table["data"]] == columns["case_id"]
-    uploaded = Path(client.download_artifacts(run_id, "report.json", str(dl)))
-    assert EvaluationReport.read_json(uploaded) == report
-    config = Path(client.download_artifacts(run_id, "config.resolved.yaml", str(dl)))
-    assert config.read_text() == (run_dir / "config.resolved.yaml").read_text()
-
-
-def _offline_run(root: Path, tmp_path: Path, port: int) -> Finished:
-    """A run against a server that is not there: it ends, its data waits in the outbox."""
-    done = run_cli(root, tmp_path, f"tracking.uri=http://127.0.0.1:{port}", "runner.limit=10")
+def _offline_run(cli: InProcessCli, root: Path, port: int) -> Path:
+    """A run against a server that is not there: it ends, its directory is marked unsynced;
+    its run directory."""
+    done = cli(f"tracking.uri=http://127.0.0.1:{port}", "runner.limit=10", root=root)
     assert done.returncode == 0, done.stderr
-    assert "NOT UPLOADED" in done.stdout and f"heta-eval-sync --root {root}" in done.stdout
-    assert EvaluationReport.read_json(done.report_path).case_results
-    return done
+    assert "tracking: NOT IN MLFLOW (" in done.stdout
+    assert f"heta-eval-sync --root {root}" in done.stdout
+    run_dir = report_path(done.stdout).parent
+    assert EvaluationReport.read_json(run_dir / "report.json").case_results
+    return run_dir
 
 
-@pytest.mark.slow
-def test_server_down_at_start_keeps_everything_in_the_outbox(tmp_path: Path) -> None:
+def test_server_down_at_start_marks_the_run_directory_unsynced(
+    cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "outputs"
-    done = _offline_run(root, tmp_path, free_port())
-    run_dir = done.report_path.parent
-    report = EvaluationReport.read_json(done.report_path)
-    (entry,) = _entries(root)
-    assert entry.pending and entry.server_run_id is None and entry.status == "FINISHED"
-    resolved = yaml.safe_load((run_dir / "config.resolved.yaml").read_text())
-    assert entry.params == logged_params(resolved)[0] | run_params(report)
-    assert entry.tags["benchmark.name"] == "sample" and entry.tags["recipe.name"] == "bm25"
-    kept = {(k, v, s) for k, v, _, s in entry.metrics}
-    assert kept == {(k, float(v), s) for k, v, s in report_metrics(report)}
-    outbox = Outbox(root)
-    assert json.loads(outbox.file(entry, entry.table).read_text()) == json.loads(
-        json.dumps(case_table(report))
-    )
-    assert outbox.file(entry, "report.json").read_bytes() == done.report_path.read_bytes()
-    assert sorted(entry.artifacts) == ["config.resolved.yaml", "report.html", "report.json"]
-    # A rerun reuses the finished result; the reuse is a tracking run of its own (kept in
-    # the outbox too, since this server is down as well), naming the run it comes from.
-    again = run_cli(
-        root, tmp_path, f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=10"
-    )
-    assert again.returncode == 0 and "already evaluated" in again.stdout + again.stderr
-    (reused,) = [e for e in _entries(root) if e.entry_id != entry.entry_id]
-    assert reused.tags["heta_eval.reused_from.run_id"] == entry.local_run_id
-    assert reused.status == "FINISHED"
-    # The same scores; none of the original run's costs (build times, cache counts).
-    first = {k: v for k, v, _, _ in entry.metrics}
-    second = {k: v for k, v, _, _ in reused.metrics}
-    assert second["run.reused"] == 1 and first["run.reused"] == 0
-    costs = ("cache.", "kb.build_seconds")
-    assert not [k for k in second if k.startswith(costs)]
-    assert {k: v for k, v in first.items() if not k.startswith((*costs, "run.reused"))} == {
-        k: v for k, v in second.items() if k != "run.reused"
+    run_dir = _offline_run(cli, root, free_port())
+    record = record_of(run_dir)
+    assert not record.synced and record.run_id is None and record.status == "FINISHED"
+    assert record.reason  # why: the connection was refused
+    assert record.tags["benchmark.name"] == "sample" and record.tags["recipe.name"] == "bm25"
+    assert record.params["runner.limit"] == "10"
+    assert {p.name for p in run_dir.iterdir()} >= {
+        "report.json",
+        "report.html",
+        "config.resolved.yaml",
+        "tracking.json",
     }
+    # A rerun reuses the finished result; the reuse is a run directory of its own (unsynced
+    # too, since this server is down as well), naming the report it comes from.
+    again = cli(f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=10", root=root)
+    assert again.returncode == 0 and "already evaluated" in again.stdout + again.stderr
+    reused_dir = report_path(again.stdout).parent
+    assert reused_dir != run_dir
+    reused = record_of(reused_dir)
+    assert not reused.synced and reused.status == "FINISHED"
+    report = EvaluationReport.read_json(run_dir / "report.json")
+    assert reused.tags["heta_eval.reused_from.report_id"] == report.report_id
+    assert reused.tags[REUSED_TAG] == ""  # the original has no MLflow run (yet)
 
-    # Servers still down: the sync says so within seconds, keeps the entries, and fails.
-    down = _sync(root)
-    assert down.returncode == 1 and "NOT uploaded" in down.stdout
+    # Servers still down: the sync says so within seconds, keeps the directories unsynced,
+    # and fails.
+    down = heta_eval_sync(capsys, "--root", str(root))
+    assert down.returncode == 1 and "NOT replayed" in down.stdout
     assert "synced 0 run(s), 2 failed, 0 waiting" in down.stdout
-    assert entry in _entries(root)
+    assert not record_of(run_dir).synced and not record_of(reused_dir).synced
 
 
 @pytest.mark.slow  # starts an MLflow server (~10-20 s)
-def test_server_down_at_start_then_synced_once(tmp_path: Path) -> None:
+def test_server_down_at_start_then_synced_once(
+    cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "outputs"
     port = free_port()
-    done = _offline_run(root, tmp_path, port)
-    run_dir = done.report_path.parent
+    run_dir = _offline_run(cli, root, port)
 
     with mlflow_server(tmp_path / "server", port) as server:
         client = MlflowClient(tracking_uri=server.uri)
-        synced = _sync(root)
+        synced = heta_eval_sync(capsys, "--root", str(root))
         assert synced.returncode == 0, synced.stdout + synced.stderr
         assert "synced 1 run(s), 0 failed" in synced.stdout
-        (run,) = _runs(client)
-        _assert_run_equals_report(client, run.info.run_id, run_dir, tmp_path / "dl1")
+        (run,) = all_runs(server.uri)
+        assert_run_matches_directory(client, run.info.run_id, run_dir)
+        record = record_of(run_dir)
+        assert record.synced and record.run_id == run.info.run_id
 
-        again = _sync(root)
+        again = heta_eval_sync(capsys, "--root", str(root))
         assert again.returncode == 0 and "synced 0 run(s)" in again.stdout
 
-        # A sync killed after creating the run but before recording anything: the repeat
-        # finds the run by its outbox tag and adds nothing twice.
-        (entry,) = _entries(root)
-        Outbox(root).save(
-            entry.model_copy(update={"server_run_id": None, "done": [], "synced": False})
-        )
-        repeated = _sync(root)
+        # A sync stopped after creating the run but before writing the record: the repeat
+        # finds the run by its run directory tag and adds nothing twice.
+        write_record(run_dir, record.model_copy(update={"run_id": None, "synced": False}))
+        repeated = heta_eval_sync(capsys, "--root", str(root))
         assert repeated.returncode == 0 and "synced 1 run(s)" in repeated.stdout
-        (same,) = _runs(client)
+        (same,) = all_runs(server.uri)
         assert same.info.run_id == run.info.run_id
-        _assert_run_equals_report(client, run.info.run_id, run_dir, tmp_path / "dl2")
+        assert_run_matches_directory(client, run.info.run_id, run_dir)
 
 
-@pytest.mark.slow  # starts an MLflow server twice
-def test_server_killed_mid_run_then_synced_into_the_same_run(tmp_path: Path) -> None:
+@pytest.mark.slow  # starts an MLflow server twice; the run is a real process
+def test_server_killed_mid_run_then_synced_into_the_same_run(
+    cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "outputs"
+    paused, gate = tmp_path / "paused", tmp_path / "gate"
     server = MlflowServer(tmp_path / "server", free_port())
     server.start()
     try:
@@ -191,58 +133,83 @@ def test_server_killed_mid_run_then_synced_into_the_same_run(tmp_path: Path) -> 
             root,
             tmp_path,
             f"tracking.uri={server.uri}",
-            SLOW_INDEX,
-            "+recipe.indexes.bm25.seconds=0.1",
-            "runner.max_concurrent_queries=1",
             "runner.limit=30",
-            after_tracking(root),
+            "runner.max_concurrent_queries=1",
+            pause_after(paused, gate, after=5),
         )
-        # Mid-run: the server has the run and its params, and queries have started (the
-        # journal has results); 30 queries at 0.1 s leave seconds before the run ends.
-        deadline = time.monotonic() + 180
-        started = None
-        while time.monotonic() < deadline and victim.poll() is None:
-            journals = list((root / "state").glob("*/journal.jsonl"))
-            if journals and journals[0].read_text().count("\n") >= 2:
-                runs = _runs(client)
-                if runs and runs[0].data.params:
-                    started = runs[0]
-                    break
-            time.sleep(0.1)
-        assert started is not None and victim.poll() is None, victim.communicate()
+        # Halfway: the server has the run and its params (the run is created before the
+        # evaluation), five cases are scored and the run waits at the gate.
+        wait_for_file(paused, victim)
+        (started,) = all_runs(server.uri)
+        assert started.data.params and started.info.status == "RUNNING"
         server.kill()
+        gate.touch()
         out, err = victim.communicate(timeout=300)
         assert victim.returncode == 0, err
         done = Finished(victim.returncode, out, err)
-        assert "NOT UPLOADED" in out and "heta-eval-sync" in out
-        assert "failed (MlflowException" in out + err  # the warning, with the reason
-        (entry,) = _entries(root)
-        assert entry.server_run_id == started.info.run_id and entry.status == "FINISHED"
+        assert "tracking: NOT IN MLFLOW (" in out and "heta-eval-sync" in out
+        said = out + err
+        assert "failed (" in said and "marked unsynced" in said  # the warning, with why
+        run_dir = done.report_path.parent
+        record = record_of(run_dir)
+        assert record.run_id == started.info.run_id and record.status == "FINISHED"
+        assert not record.synced and record.reason
 
         server.start()
-        synced = _sync(root)
+        synced = heta_eval_sync(capsys, "--root", str(root))
         assert synced.returncode == 0, synced.stdout + synced.stderr
         assert f"-> run {started.info.run_id}" in synced.stdout
-        (run,) = _runs(client)  # the run made before the outage, not a second one
-        _assert_run_equals_report(client, run.info.run_id, done.report_path.parent, tmp_path / "dl")
-        assert "synced 0 run(s)" in _sync(root).stdout
+        (run,) = all_runs(server.uri)  # the run made before the outage, not a second one
+        assert_run_matches_directory(client, run.info.run_id, run_dir)
+        assert "synced 0 run(s)" in heta_eval_sync(capsys, "--root", str(root)).stdout
     finally:
         server.kill()
 
 
-@pytest.mark.slow
-def test_a_sweep_goes_on_when_the_server_is_down(tmp_path: Path) -> None:
+@pytest.mark.slow  # a sweep of two jobs
+def test_a_sweep_goes_on_when_the_server_is_down(cli: InProcessCli, tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    done = run_cli(
-        root,
-        tmp_path,
+    done = cli(
         "-m",
         f"tracking.uri=http://127.0.0.1:{free_port()}",
         "runner.limit=5",
         "recipe.chunk_size=32,64",
+        root=root,
     )
     assert done.returncode == 0, done.stderr
     assert "parent run of sweep" in done.stdout + done.stderr
-    entries = _entries(root)
-    assert len(entries) == 2 and all(e.pending for e in entries)
-    assert sorted(e.params["recipe.chunk_size"] for e in entries) == ["32", "64"]
+    jobs = sorted(root.glob("multiruns/*/*/*/tracking.json"))
+    records = [record_of(p.parent) for p in jobs]
+    assert len(records) == 2 and not any(r.synced for r in records)
+    assert sorted(r.params["recipe.chunk_size"] for r in records) == ["32", "64"]
+    (sweep,) = root.glob("multiruns/*/*/tracking.json")
+    assert not record_of(sweep.parent).synced and record_of(sweep.parent).kind == "sweep"
+
+
+@pytest.mark.slow  # a sweep of two jobs
+@pytest.mark.xfail(
+    strict=True,
+    reason="heta_eval/sweep/callback.py: a parent run that could not be created is never "
+    "given an end status in the sweep's tracking.json, so heta-eval-sync waits for it "
+    "forever and replays its jobs without a parent",
+)
+def test_a_sweep_whose_parent_was_not_created_is_replayed_with_its_jobs(
+    cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "outputs"
+    done = cli(
+        "-m",
+        f"tracking.uri=http://127.0.0.1:{free_port()}",
+        "runner.limit=3",
+        "recipe.chunk_size=32,64",
+        root=root,
+    )
+    assert done.returncode == 0, done.stderr
+    uri = f"sqlite:///{tmp_path / 'later' / 'mlflow.db'}"
+    synced = heta_eval_sync(capsys, "--root", str(root), "--uri", uri)
+    assert synced.returncode == 0, synced.stdout
+    assert "synced 3 run(s), 0 failed, 0 waiting" in synced.stdout
+    runs = all_runs(uri)
+    (parent,) = [r for r in runs if r.data.tags.get("heta_eval.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(children) == 2 and parent.info.status == "FINISHED"
