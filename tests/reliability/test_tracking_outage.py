@@ -187,12 +187,6 @@ def test_a_sweep_goes_on_when_the_server_is_down(cli: InProcessCli, tmp_path: Pa
 
 
 @pytest.mark.slow  # a sweep of two jobs
-@pytest.mark.xfail(
-    strict=True,
-    reason="heta_eval/sweep/callback.py: a parent run that could not be created is never "
-    "given an end status in the sweep's tracking.json, so heta-eval-sync waits for it "
-    "forever and replays its jobs without a parent",
-)
 def test_a_sweep_whose_parent_was_not_created_is_replayed_with_its_jobs(
     cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
