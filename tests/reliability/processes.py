@@ -200,4 +200,3 @@ def proc_entries() -> Iterator[ProcEntry]:
             yield ProcEntry(int(entry.name), argv, fields[0], int(fields[1]))
         except (OSError, IndexError, ValueError):
             continue
-
