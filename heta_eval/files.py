@@ -76,6 +76,25 @@ def copy_atomically(source: Path, target: Path) -> Path:
     return target
 
 
+def write_atomically(target: Path, text: str) -> Path:
+    """Write `text` (UTF-8) to `target` through a temporary name in the same directory,
+    flushed to disk, then renamed: a crash leaves the old `target` or the new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=temp_prefix(target.name), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(fd, file_mode())
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
 def flock_within(fd: int, timeout: float, poll_seconds: float = 0.05) -> bool:
     """Take an exclusive `flock` on `fd`, trying every `poll_seconds` for at most `timeout`
     seconds; False if another process still holds it then (a blocking `flock` cannot time out)."""

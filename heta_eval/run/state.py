@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from heta_eval.files import copy_atomically, file_mode, file_sha256
+from heta_eval.files import copy_atomically, file_sha256, write_atomically
 from heta_eval.records import EvaluationReport, RunIdentity
 from heta_eval.records._base import Record
 from heta_eval.run.journal import CaseJournal
@@ -190,20 +188,7 @@ def save_completion(
 
 
 def _write(directory: Path, name: str, text: str) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    # A temporary name of its own: a crash never leaves half a marker.
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(fd, file_mode())
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, directory / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomically(directory / name, text)
 
 
 def _first(exc: BaseException) -> str:

@@ -11,16 +11,13 @@ beside it. A sweep's directory holds its parent run's record the same way.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError
 
-from heta_eval.files import file_mode
+from heta_eval.files import write_atomically
 from heta_eval.records._base import Record
 
 RECORD_FILE = "tracking.json"
@@ -62,19 +59,6 @@ def read_record(directory: Path) -> TrackingRecord | None:
 
 def write_record(directory: Path, record: TrackingRecord) -> TrackingRecord:
     """Write the record atomically (a crash leaves the previous version or this one)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     record = record.model_copy(update={"updated_at": datetime.now(UTC)})
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{RECORD_FILE}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(fd, file_mode())
-            handle.write(record.model_dump_json(indent=1))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, directory / RECORD_FILE)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomically(Path(directory) / RECORD_FILE, record.model_dump_json(indent=1))
     return record
