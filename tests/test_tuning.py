@@ -16,7 +16,7 @@ import yaml
 from mlflow import MlflowClient
 
 from heta_eval.records import EvaluationReport
-from heta_eval.run.tuning import (
+from heta_eval.sweep.tuning import (
     PART_TAG,
     RESULTS_FILE,
     SWEEP_RUN_TAG,

@@ -85,14 +85,6 @@ def warn_not_created(sweep_dir: Path, root: Path, refused: str | None, exc: Base
     )
 
 
-class ParentNotCreated(RuntimeError):
-    """The parent run could not be created; `refused` says why when the server refused."""
-
-    def __init__(self, message: str, refused: str | None = None) -> None:
-        super().__init__(message)
-        self.refused = refused
-
-
 def open_parent(
     tracker: Any,
     sweep_dir: Path,
