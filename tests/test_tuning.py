@@ -16,6 +16,8 @@ import yaml
 from mlflow import MlflowClient
 
 from heta_eval.records import EvaluationReport
+from heta_eval.sweep.callback import SUMMARY_TABLE
+from heta_eval.sweep.end import BEST_RUN_TAG
 from heta_eval.sweep.tuning import (
     PART_TAG,
     RESULTS_FILE,
@@ -24,8 +26,6 @@ from heta_eval.sweep.tuning import (
     final_overrides,
     typed_params,
 )
-from heta_eval.sweep.callback import SUMMARY_TABLE
-from heta_eval.sweep.end import BEST_RUN_TAG
 
 from .conftest import CliRunner, job_logs
 
