@@ -38,7 +38,7 @@ from heta_eval.evaluators.uda_evidence import (
     PageEvidenceRecallAtK,
     UdaEvidenceMatchAtK,
 )
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,

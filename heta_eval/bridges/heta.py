@@ -42,6 +42,7 @@ from heta_eval.config.components import instantiate
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.store import ObjectStore
+from heta_eval.protocols import BaseKnowledgeBase, BaseRecipe
 from heta_eval.records import (
     BuildStep,
     KnowledgeBaseManifest,
@@ -274,7 +275,7 @@ def document_id_from_raw_key(key: str) -> str | None:
     return match.group("document_id") if match else None
 
 
-class HetaRecipe:
+class HetaRecipe(BaseRecipe):
     """A Heta Framework recipe that heta_eval's runner can evaluate (a `RecipeLike`).
 
     `stores`, `parsers` and `models` map Heta's component kinds (`objects`, `text_index`,
@@ -474,7 +475,7 @@ class HetaRecipe:
         )
 
 
-class HetaKnowledgeBase:
+class HetaKnowledgeBase(BaseKnowledgeBase):
     """A built Heta knowledge base behind heta_eval's `KnowledgeBaseLike`."""
 
     def __init__(

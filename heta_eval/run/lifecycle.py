@@ -43,13 +43,13 @@ if TYPE_CHECKING:
 
     from omegaconf import DictConfig
 
+    from heta_eval.protocols import Tracker
     from heta_eval.records import BenchmarkLoadReuse, EvaluationReport, RunIdentity
     from heta_eval.run.assembly import RunComponents
     from heta_eval.run.failures import FailureRateExceededError
     from heta_eval.run.runner import BenchmarkRunner, LoadedBenchmark
     from heta_eval.run.state import CompletionMarker, RunState
     from heta_eval.run.tracker_process import TrackerProcess
-    from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger("heta_eval")
 

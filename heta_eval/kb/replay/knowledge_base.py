@@ -10,6 +10,7 @@ from heta_eval.config.components import instantiate
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.replay.files import ReplayedCase, ReplayedItem, ReplayInputError
 from heta_eval.kb.store import ObjectStore
+from heta_eval.protocols import BaseKnowledgeBase
 from heta_eval.records import (
     BenchmarkCase,
     BuildStep,
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from heta_eval.kb.replay.recipe import ReplayRecipe
 
 
-class ReplayKnowledgeBase:
+class ReplayKnowledgeBase(BaseKnowledgeBase):
     """The documents of one run unit and the replayed files; nothing is indexed.
 
     A retrieved item's text is its `text` in the file; else, with both files given, the
