@@ -8,11 +8,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from heta_eval.config.resolve import ConfigError
     from heta_eval.kb import KnowledgeBase, KnowledgeRecipe, LocalObjectStore, ObjectStore
-    from heta_eval.protocol import (
+    from heta_eval.protocols import (
+        BaseKnowledgeBase,
+        BaseRecipe,
+        BaseTracker,
         BenchmarkAdapter,
         BenchmarkEvaluatorProtocol,
         BenchmarkProtocol,
         Evaluator,
+        KnowledgeBaseLike,
+        RecipeLike,
+        Tracker,
     )
     from heta_eval.records import (
         BenchmarkCase,
@@ -50,8 +56,19 @@ _LAZY = {
         ("KnowledgeBase", "KnowledgeRecipe", "LocalObjectStore", "ObjectStore"), "heta_eval.kb"
     ),
     **dict.fromkeys(
-        ("BenchmarkAdapter", "BenchmarkEvaluatorProtocol", "BenchmarkProtocol", "Evaluator"),
-        "heta_eval.protocol",
+        (
+            "BaseKnowledgeBase",
+            "BaseRecipe",
+            "BaseTracker",
+            "BenchmarkAdapter",
+            "BenchmarkEvaluatorProtocol",
+            "BenchmarkProtocol",
+            "Evaluator",
+            "KnowledgeBaseLike",
+            "RecipeLike",
+            "Tracker",
+        ),
+        "heta_eval.protocols",
     ),
     **dict.fromkeys(("RunComponents", "assemble"), "heta_eval.run.assembly"),
     "ConfigError": "heta_eval.config.resolve",
@@ -77,6 +94,9 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
+    "BaseKnowledgeBase",
+    "BaseRecipe",
+    "BaseTracker",
     "BenchmarkAdapter",
     "BenchmarkCase",
     "BenchmarkContents",
@@ -99,17 +119,20 @@ __all__ = [
     "Evaluator",
     "FailureRateExceededError",
     "KnowledgeBase",
+    "KnowledgeBaseLike",
     "KnowledgeRecipe",
     "LocalObjectStore",
     "ObjectStore",
     "PreparedBenchmark",
     "QueryResponse",
     "QueryResult",
+    "RecipeLike",
     "RunComponents",
     "RunFacts",
     "RunIdentity",
     "RunnerSettings",
     "SourceRef",
+    "Tracker",
     "__version__",
     "assemble",
     "evaluate",

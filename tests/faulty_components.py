@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 from heta_eval.kb import BM25Index
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.index.base import Hits
-from heta_eval.protocol import Evaluator
+from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits, SearchIndex
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 
-class QueryFailsOnWord:
+class QueryFailsOnWord(BaseIndexBuilder):
     """A BM25 index whose search raises for queries containing `word`."""
 
     def __init__(self, word: str = "boom") -> None:
@@ -20,18 +20,18 @@ class QueryFailsOnWord:
     def build(self, chunks: Sequence[Chunk]) -> QueryFailsOnWord._Built:
         return QueryFailsOnWord._Built(BM25Index().build(chunks), self.word)
 
-    class _Built:
-        def __init__(self, inner: object, word: str) -> None:
+    class _Built(BaseSearchIndex):
+        def __init__(self, inner: SearchIndex, word: str) -> None:
             self.inner = inner
             self.word = word
 
         def search(self, queries: Sequence[str], top_k: int) -> list[Hits]:
             if any(self.word in q.lower() for q in queries):
                 raise RuntimeError(f"index refused a query containing {self.word!r}")
-            return self.inner.search(queries, top_k)  # type: ignore[attr-defined]
+            return self.inner.search(queries, top_k)
 
 
-class BuildAlwaysFails:
+class BuildAlwaysFails(BaseIndexBuilder):
     """An index builder that cannot build."""
 
     def build(self, chunks: Sequence[Chunk]) -> None:
@@ -52,7 +52,7 @@ class ScoreFailsForCase(Evaluator):
         return EvaluationScore(name=self.name, value=1.0)
 
 
-class SlowQueries:
+class SlowQueries(BaseIndexBuilder):
     """A BM25 index (same settings as BM25Index) that takes `seconds` per query, so that a
     run can be interrupted halfway. With `after_file` (a glob), queries wait until a file
     matches it: `{root}/state/*/tracking.json` holds them until the run's tracking run
@@ -66,8 +66,8 @@ class SlowQueries:
     def build(self, chunks: Sequence[Chunk]) -> SlowQueries._Built:
         return SlowQueries._Built(self.bm25.build(chunks), self.seconds, self.after_file)
 
-    class _Built:
-        def __init__(self, inner: object, seconds: float, after_file: str | None) -> None:
+    class _Built(BaseSearchIndex):
+        def __init__(self, inner: SearchIndex, seconds: float, after_file: str | None) -> None:
             self.inner = inner
             self.seconds = seconds
             self.after_file = after_file
@@ -82,7 +82,7 @@ class SlowQueries:
                     raise TimeoutError(f"nothing matched {self.after_file} in 180 s")
                 time.sleep(0.05)
             time.sleep(self.seconds * len(queries))
-            return self.inner.search(queries, top_k)  # type: ignore[attr-defined]
+            return self.inner.search(queries, top_k)
 
 
 class KillsItsProcess(Evaluator):
@@ -174,7 +174,7 @@ class WaitsForFile(Evaluator):
         return EvaluationScore(name=self.name, value=1.0)
 
 
-class KillsItsWorkerOnce:
+class KillsItsWorkerOnce(BaseIndexBuilder):
     """A BM25 index builder whose first build, in the whole test, SIGKILLs its own process
     (a Ray worker); every later build (the retried task) is a plain BM25Index build. The
     marker file, created atomically before the kill, says that the kill happened."""

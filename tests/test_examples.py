@@ -20,7 +20,7 @@ from examples.custom_evaluator import AnswerReciprocalRank
 from examples.custom_recipe import ParagraphChunker
 from heta_eval.benchmarks import BenchmarkDataError
 from heta_eval.kb import MarkdownParser, RawSource
-from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
+from heta_eval.protocols import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkExpected,

@@ -20,7 +20,7 @@ from heta_eval.benchmarks import BeirBenchmark
 from heta_eval.bridges.heta import HetaRecipe, document_id_from_raw_key
 from heta_eval.config.components import instantiate
 from heta_eval.kb import LocalObjectStore, RawSource
-from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
+from heta_eval.protocols import KnowledgeBaseLike, RecipeLike
 
 from .conftest import REPO, CliRunner
 

@@ -13,7 +13,7 @@ from heta_eval import BenchmarkError, BenchmarkRunner, EvaluationReport, RunnerS
 from heta_eval.benchmarks import SampleBenchmark
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
-from heta_eval.protocol import BenchmarkAdapter
+from heta_eval.protocols import BenchmarkAdapter
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -23,8 +23,8 @@ from heta_eval.records import (
     QueryResult,
     SourceRef,
 )
-from heta_eval.run.runner import _without_unit_keys
-from heta_eval.run.units import UnitPlan, retrieved_items
+from heta_eval.run.cases import retrieved_items
+from heta_eval.run.units import UnitPlan
 
 from .conftest import load_recipe
 from .faulty_components import ScoreFailsForCase
@@ -313,10 +313,10 @@ def test_a_manifest_whose_sources_are_not_the_units_documents_keeps_its_keys() -
         steps=(),
         build_seconds=0.0,
     )
-    same = _without_unit_keys(manifest, plan, keys)
+    same = plan.kept_manifest(manifest, keys)
     assert same.source_keys == () and not same.sources_listed
     assert same.model_copy(update={"source_keys": (), "sources_listed": False}) == same
     # Another order, another set (an older build, a journaled unit): listed as they are.
     for other in (manifest.source_keys[::-1], manifest.source_keys[:1]):
         kept = manifest.model_copy(update={"source_keys": other})
-        assert _without_unit_keys(kept, plan, keys) == kept
+        assert plan.kept_manifest(kept, keys) == kept

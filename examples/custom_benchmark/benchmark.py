@@ -13,7 +13,7 @@ from pathlib import Path
 
 from heta_eval.benchmarks import BenchmarkDataError
 from heta_eval.evaluators import AnswerContains, EvidenceMatcher, EvidenceRecallAtK
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,

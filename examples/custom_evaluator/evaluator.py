@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from heta_eval.evaluators import normalize_answer
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 

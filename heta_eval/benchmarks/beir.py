@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl
 from heta_eval.evaluators import MAPAtK, MRRAtK, NDCGAtK, PrecisionAtK, RecallAtK
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -188,7 +188,7 @@ class BeirBenchmark(BenchmarkAdapter):
             return known if known in candidates else None
         return next((s for s in candidates if (root / "qrels" / f"{s}.tsv").is_file()), None)
 
-    def with_split(self, split: str, metadata: dict[str, str] | None = None) -> BeirBenchmark:
+    def with_split(self, split: str, metadata: Mapping[str, str] | None = None) -> BeirBenchmark:
         """The same dataset evaluated on `qrels/{split}.tsv` (with extra manifest metadata)."""
         other = BeirBenchmark(
             dataset=self.dataset,

@@ -19,7 +19,7 @@ from heta_eval.benchmarks.jsonl_sources import SourcePolicy, document_source
 from heta_eval.benchmarks.url_guard import private_hosts
 from heta_eval.config.components import instantiate
 from heta_eval.evaluators import AnswerContains, EvidenceRecallAtK, NDCGAtK
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.evaluators import AllEvidenceAtK, AnswerContains, EvidenceMatcher, EvidenceRecallAtK
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,

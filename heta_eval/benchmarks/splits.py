@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol, BenchmarkProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,
@@ -63,17 +63,16 @@ def _noted(
 
 def tuning_view(benchmark: BenchmarkProtocol, settings: TuningSettings) -> BenchmarkProtocol:
     """The benchmark a run evaluates for `settings.part` (see the module docstring)."""
-    own_split = getattr(benchmark, "tuning_split", None)
-    split = own_split() if callable(own_split) else None
+    split = benchmark.tuning_split()
     test_split = benchmark.manifest.split
     if split is None:
         return HeldOutCases(benchmark, settings)
     if settings.part == "test":
         note = f"the {test_split!r} qrels, never used for tuning (tuned on {split!r})"
         notes = {PART_NOTE: "test", TUNING_NOTE: note}
-        return benchmark.with_split(test_split, notes)  # type: ignore[attr-defined]
+        return benchmark.with_split(test_split, notes)
     note = f"the {split!r} qrels; the {test_split!r} qrels are kept for the test"
-    return benchmark.with_split(split, {PART_NOTE: "tune", TUNING_NOTE: note})  # type: ignore[attr-defined]
+    return benchmark.with_split(split, {PART_NOTE: "tune", TUNING_NOTE: note})
 
 
 def tuning_part(case_ids: list[str], fraction: float, seed: int) -> set[str]:
@@ -98,10 +97,11 @@ class HeldOutCases(BenchmarkAdapter):
         self.benchmark = benchmark
         self.settings = settings
         base = benchmark.manifest
-        # The benchmark's retrieval conventions hold for either part.
+        # The benchmark's retrieval conventions and fetching policy hold for either part.
         self.default_top_k = benchmark.default_top_k
         self.slice_by = tuple(benchmark.slice_by)
         self.ignore_identical_ids = benchmark.ignore_identical_ids
+        self.allow_private_urls = benchmark.allow_private_urls
         share = round(100 * settings.holdout_fraction)
         if settings.part == "tune":
             split = f"{base.split}-tuning"
@@ -162,8 +162,3 @@ class HeldOutCases(BenchmarkAdapter):
 
     def evaluators(self) -> tuple[BenchmarkEvaluatorProtocol, ...]:
         return self.benchmark.evaluators()
-
-    async def aclose(self) -> None:
-        close = getattr(self.benchmark, "aclose", None)
-        if close is not None:
-            await close()

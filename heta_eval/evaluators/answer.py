@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Literal
 
 from heta_eval.evaluators.numbers import numbers_match, parse_number, parse_numbers
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

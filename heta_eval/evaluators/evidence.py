@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.evaluators.matching import DEFAULT_MATCHER, EvidenceMatcher
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkEvidence,

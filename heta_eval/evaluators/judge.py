@@ -27,7 +27,7 @@ from heta_eval.endpoints import (
     OpenAICompatibleClient,
 )
 from heta_eval.json_cache import JsonFileCache, material_key
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.json_cache import JsonFileCache, material_key
@@ -65,12 +65,24 @@ DEFAULT_ANSWER_PROMPT = (
 )
 
 
+@runtime_checkable
 class Answerer(Protocol):
-    """Turns a question and its retrieved results into an answer and the ids it cites."""
+    """Turns a question and its retrieved results into an answer and the ids it cites;
+    `aclose` releases what it holds (an endpoint's connections) when its knowledge base is
+    closed."""
 
     async def answer(
         self, question: str, results: Sequence[QueryResult]
     ) -> tuple[str | None, tuple[str, ...]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class BaseAnswerer:
+    """Base class of answerers: holds nothing to release. A subclass implements `answer`."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def count_tokens(text: str) -> int:
@@ -78,7 +90,7 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
-class ExtractiveAnswerer:
+class ExtractiveAnswerer(BaseAnswerer):
     """The baseline without a model: the sentence of the top results that shares the most
     content words with the question (earlier results win ties), citing its result."""
 
@@ -108,7 +120,7 @@ class ExtractiveAnswerer:
         return " ".join(words[: self.max_words]), (best[3],)
 
 
-class LLMAnswerer:
+class LLMAnswerer(BaseAnswerer):
     """Answers with any OpenAI-compatible chat endpoint over the top results.
 
     The prompt (with `{question}` and `{context}`) is part of the recipe; passages are

@@ -29,10 +29,10 @@ from heta_eval.files import directory_mode, file_sha256
 from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.knowledge_base import KnowledgeBase
-from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
+from heta_eval.protocols import KnowledgeBaseLike, RecipeLike
 from heta_eval.records import KnowledgeBaseManifest, QueryResponse
 
 log = logging.getLogger(__name__)

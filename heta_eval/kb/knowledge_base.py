@@ -7,14 +7,14 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heta_eval.kb.chunk_file import ChunkFile, ChunkFileWriter
 from heta_eval.kb.documents import Chunk, RawSource
-from heta_eval.kb.index.base import Hits, SearchIndex, persistable
-from heta_eval.kb.protocols import BuildPlan
+from heta_eval.kb.index.base import Hits, SearchIndex
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
+from heta_eval.protocols import BaseKnowledgeBase, BuildPlan, missing_members
 from heta_eval.records import (
     BuildStep,
     KnowledgeBaseManifest,
@@ -22,6 +22,10 @@ from heta_eval.records import (
     QueryResult,
     SourceRef,
 )
+
+if TYPE_CHECKING:  # created by the recipe; their modules import the endpoint client
+    from heta_eval.kb.answering import Answerer
+    from heta_eval.kb.rerank import Reranker
 
 BUILD_BATCH_DOCUMENTS = 2048
 """Documents parsed, chunked and tokenised together during a build (bounds its memory)."""
@@ -49,7 +53,7 @@ class EmptyKnowledgeBaseError(ValueError):
         super().__init__(message[:1500])
 
 
-class KnowledgeBase:
+class KnowledgeBase(BaseKnowledgeBase):
     """An intermediate build product: chunks of the raw sources and one index per query mode.
 
     Create it with `await KnowledgeBase.create(recipe=..., name=..., store=..., sources=...)`.
@@ -106,16 +110,14 @@ class KnowledgeBase:
         """Parse, chunk and index `sources` in batches of `batch_size` documents (default
         BUILD_BATCH_DOCUMENTS): chunks go to a chunk file and to the index builders that take
         batches (`builder.start()`) as they are made; no list of every document or chunk is
-        held. Builders without `start` index the chunk file once it is complete."""
+        held. Builders that start nothing index the chunk file once it is complete."""
         started = time.perf_counter()
         size = batch_size or BUILD_BATCH_DOCUMENTS
         errors: dict[str, str] = {}
         parser = recipe.create_parser()
         chunker = recipe.create_chunker()
         builders = recipe.create_index_builders()
-        streaming = {
-            m: b.start() for m, b in builders.items() if callable(getattr(b, "start", None))
-        }
+        streaming = {m: a for m, b in builders.items() if (a := b.start()) is not None}
         seconds = {"parse": 0.0, "chunk": 0.0, **{m: 0.0 for m in builders}}
         parsed = 0
         # Gathered as the sources are read (a sequence of sources may make them when read).
@@ -182,9 +184,10 @@ class KnowledgeBase:
                 t0 = time.perf_counter()
                 with progress.stage(f"index {mode}", len(chunks), "chunks") as stage:
                     if mode in streaming:
-                        indexes[mode] = streaming.pop(mode).finish()
+                        index = streaming.pop(mode).finish()
                     else:
-                        indexes[mode] = builder.build(chunks)
+                        index = builder.build(chunks)
+                    indexes[mode] = checked_index(mode, index)
                     stage.advance(len(chunks))
                 steps.append(
                     BuildStep(
@@ -220,8 +223,7 @@ class KnowledgeBase:
 
     def persistable(self) -> bool:
         """Whether every index can be saved and loaded (a condition for the build cache)."""
-        builders = self.recipe.create_index_builders()
-        return all(persistable(builders[m], index) for m, index in self._indexes.items())
+        return all(index.persistent for index in self._indexes.values())
 
     def save(self, directory: Path) -> None:
         """Write chunks, indexes and manifest under `directory` (see `load`)."""
@@ -236,7 +238,7 @@ class KnowledgeBase:
                 for chunk in self._chunks:
                     handle.write(chunk.model_dump_json() + "\n")
         for mode, index in self._indexes.items():
-            index.save(directory / "indexes" / mode)  # type: ignore[attr-defined]
+            index.save(directory / "indexes" / mode)
 
     @classmethod
     def load(cls, directory: Path, *, recipe: BuildPlan, name: str) -> KnowledgeBase:
@@ -278,7 +280,7 @@ class KnowledgeBase:
             return self._indexes[mode].search(texts, top_k)
         if mode in self._fusions:
             fusion = self._fusions[mode]
-            depth = max(top_k, getattr(fusion, "depth", top_k))
+            depth = max(top_k, fusion.depth)
             rankings = {m: self._indexes[m].search(texts, depth) for m in fusion.modes}
             return [
                 fusion.fuse({m: rankings[m][i] for m in fusion.modes}, top_k)
@@ -332,7 +334,8 @@ class KnowledgeBase:
         return (
             self._reranker is None
             and self._answerer is None
-            and getattr(index, "exact_in_batches", False) is True
+            and index is not None
+            and index.exact_in_batches
         )
 
     async def query(
@@ -363,8 +366,20 @@ class KnowledgeBase:
         await close_parts(self._reranker, self._answerer)
 
 
+def checked_index(mode: str, index: SearchIndex) -> SearchIndex:
+    """`index` if it follows the SearchIndex protocol, else a TypeError saying what it lacks."""
+    missing = missing_members(index, SearchIndex)
+    if missing:
+        raise TypeError(
+            f"index {mode!r}: {type(index).__qualname__} lacks {missing} of the search index "
+            "protocol (heta_eval.kb.index.base.SearchIndex; subclass BaseSearchIndex for the "
+            "defaults of exact_in_batches, persistent and save)"
+        )
+    return index
+
+
 async def rerank_and_answer(
-    responses: list[QueryResponse], reranker: Any, answerer: Any
+    responses: list[QueryResponse], reranker: Reranker | None, answerer: Answerer | None
 ) -> list[QueryResponse]:
     """`responses` reranked by `reranker` and answered by `answerer` (each optional)."""
     if reranker is not None:
@@ -386,12 +401,11 @@ async def rerank_and_answer(
     return answered
 
 
-async def close_parts(*parts: Any) -> None:
-    """Close the parts (reranker, answerer) that hold connections."""
-    for part in parts:
-        closer = getattr(part, "aclose", None)
-        if closer is not None:
-            await closer()
+async def close_parts(reranker: Reranker | None, answerer: Answerer | None) -> None:
+    """Release what the reranker and the answerer hold (an endpoint's connections)."""
+    for part in (reranker, answerer):
+        if part is not None:
+            await part.aclose()
 
 
 _LOCATOR_FIELDS = frozenset({"page_index", "table_id", "row_index", "column"})

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from heta_eval.config.components import instantiate, resolve_target
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.knowledge_base import KnowledgeBase
+from heta_eval.protocols import BaseRecipe
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
 
 
@@ -23,7 +24,7 @@ def _as_plain(value: Any) -> Any:
     return value
 
 
-class KnowledgeRecipe(Record):
+class KnowledgeRecipe(Record, BaseRecipe):
     """How to build a knowledge base: parser → chunker → indexes, and the query modes offered.
 
     Components are `_target_` specs, created when a knowledge base is built, so the recipe

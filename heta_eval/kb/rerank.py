@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.records import QueryResult
 
 
+@runtime_checkable
 class Reranker(Protocol):
-    """Scores (query, result) pairs and returns the results best first."""
+    """Scores (query, result) pairs and returns the results best first; `aclose` releases
+    what it holds (an endpoint's connections) when its knowledge base is closed."""
 
     async def rerank(self, query: str, results: Sequence[QueryResult]) -> list[QueryResult]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class BaseReranker:
+    """Base class of rerankers: holds nothing to release. A subclass implements `rerank`."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def _reordered(results: Sequence[QueryResult], scores: Sequence[float]) -> list[QueryResult]:
@@ -22,7 +33,7 @@ def _reordered(results: Sequence[QueryResult], scores: Sequence[float]) -> list[
     return head
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(BaseReranker):
     """A sentence-transformers CrossEncoder over the top `top_n` results (a local model path
     or a hub id; hub ids need network). The rest of the ranking is dropped: results beyond
     `top_n` were not scored by the same model and cannot be ranked against the others."""
@@ -58,7 +69,7 @@ class CrossEncoderReranker:
         return _reordered(head, list(scores))
 
 
-class EndpointReranker:
+class EndpointReranker(BaseReranker):
     """The top `top_n` results reordered by any rerank endpoint of the common `/rerank`
     shape (Cohere, Jina, Infinity, TEI): request `{model, query, documents, top_n}`,
     response `{results: [{index, relevance_score}]}`. Retries and key handling come from

@@ -38,9 +38,9 @@ from heta_eval.kb.knowledge_base import (
     close_parts,
     rerank_and_answer,
 )
-from heta_eval.kb.protocols import BuildPlan
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
+from heta_eval.protocols import BaseKnowledgeBase, BuildPlan, RecipeLike
 from heta_eval.records import BuildStep, KnowledgeBaseManifest, QueryResponse, SourceRef
 
 BM25_TARGETS = (
@@ -53,16 +53,16 @@ BM25_TARGETS = (
 SOURCE_BATCH = 20_000
 
 
-def check_shardable(recipe: object) -> None:
-    """Raise ShardingError unless every query mode of `recipe` is a BM25 index that can be
-    split into shards with exact results (no dense index, no fusion)."""
-    if not hasattr(recipe, "create_index_builders") or not hasattr(recipe, "fusions"):
+def check_shardable(recipe: RecipeLike | BuildPlan) -> BuildPlan:
+    """`recipe` if every one of its query modes is a BM25 index that can be split into shards
+    with exact results (no dense index, no fusion), else ShardingError."""
+    if not isinstance(recipe, BuildPlan):
         raise ShardingError(
-            f"runner.shards: recipe {getattr(recipe, 'name', recipe)!r} is a "
+            f"runner.shards: recipe {recipe.name!r} is a "
             f"{type(recipe).__name__}; sharding needs a KnowledgeRecipe whose indexes are "
             "all BM25 (heta_eval.kb.BM25Index), e.g. recipe=bm25"
         )
-    for mode, spec in recipe.indexes.items():  # type: ignore[attr-defined]
+    for mode, spec in recipe.indexes.items():
         target = str(spec.get("_target_", ""))
         if target not in BM25_TARGETS:  # refused before creating it (a dense model's load)
             raise ShardingError(
@@ -70,14 +70,15 @@ def check_shardable(recipe: object) -> None:
                 "(heta_eval.kb.BM25Index) can be split into shards: use a bm25 recipe or "
                 "runner.shards=null"
             )
-    for mode, builder in recipe.create_index_builders().items():  # type: ignore[attr-defined]
+    for mode, builder in recipe.create_index_builders().items():
         check_shardable_bm25(builder, f"recipe.indexes.{mode}")
-    if recipe.fusions:  # type: ignore[attr-defined]
+    if recipe.fusions:
         raise ShardingError(
-            f"runner.shards: recipe {recipe.name!r} has fusions "  # type: ignore[attr-defined]
-            f"{sorted(recipe.fusions)}; sharding supports recipes whose query modes are "  # type: ignore[attr-defined]
+            f"runner.shards: recipe {recipe.name!r} has fusions "
+            f"{sorted(recipe.fusions)}; sharding supports recipes whose query modes are "
             "all BM25 indexes (recipe=bm25), not fused rankings"
         )
+    return recipe
 
 
 @dataclass
@@ -215,7 +216,7 @@ def split_sources(sources: Sequence[RawSource], shards: int) -> list[Sequence[Ra
     return [sources[bounds[i] : bounds[i + 1]] for i in range(shards)]
 
 
-class ShardedKnowledgeBase:
+class ShardedKnowledgeBase(BaseKnowledgeBase):
     """A knowledge base built and queried shard by shard (`CorpusShard`), with the results
     of the unsharded one: BM25 scores equal to the last bit, the best chunks merged by score.
 
@@ -239,7 +240,10 @@ class ShardedKnowledgeBase:
         self._offsets = tuple(offsets)
         self._corpus = dict(corpus)
         builders = recipe.create_index_builders()
-        self._tokenizers = {mode: QueryTokenizer(builders[mode]) for mode in self._corpus}
+        self._tokenizers = {
+            mode: QueryTokenizer(check_shardable_bm25(builders[mode], f"recipe.indexes.{mode}"))
+            for mode in self._corpus
+        }
         self._manifest = manifest
         self._reranker = recipe.create_reranker()
         self._answerer = recipe.create_answerer()

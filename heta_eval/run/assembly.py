@@ -29,18 +29,30 @@ from heta_eval.config.endpoint_keys import missing_endpoint_keys
 from heta_eval.config.env_names import check_env_names
 from heta_eval.config.resolve import ConfigError, check_finite, resolve_config
 from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
+from heta_eval.kb.answering import Answerer, BaseAnswerer
 from heta_eval.kb.build_cache import BuildCache
+from heta_eval.kb.chunking import Chunker
+from heta_eval.kb.index.base import BaseIndexBuilder, Fusion, IndexBuilder
 from heta_eval.kb.parsers.base import not_a_parser
-from heta_eval.kb.protocols import RecipeLike
 from heta_eval.kb.recipe import KnowledgeRecipe
 from heta_eval.kb.replay import ReplayRecipe
-from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol, missing_members
+from heta_eval.kb.rerank import BaseReranker, Reranker
+from heta_eval.protocols import (
+    BaseRecipe,
+    BaseTracker,
+    BenchmarkAdapter,
+    BenchmarkEvaluatorProtocol,
+    BenchmarkProtocol,
+    Evaluator,
+    RecipeLike,
+    Tracker,
+    missing_members,
+)
 from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
 from heta_eval.run.settings import RunnerSettings, cap_workers, resolve_top_k
 from heta_eval.run.shards import ShardingError, check_shard_settings
-from heta_eval.tracking.base import Tracker
 
 log = logging.getLogger(__name__)
 
@@ -153,14 +165,43 @@ def _check_arguments(spec: Mapping[str, Any], where: str) -> None:
             _check_arguments(value, f"{where}.{key}")
 
 
+def check_follows(where: str, obj: object, protocol: type, base: type | None = None) -> None:
+    """ConfigError unless `obj` (created for `where`) has every member of `protocol`,
+    naming what it lacks and the base class (`base`) that gives the optional ones."""
+    missing = missing_members(obj, protocol)
+    if missing:
+        subclass = (
+            f"; subclass {base.__module__}.{base.__qualname__} for the defaults" if base else ""
+        )
+        raise ConfigError(
+            f"{where}: {type(obj).__module__}.{type(obj).__qualname__} lacks {missing} of "
+            f"the protocol it must follow ({protocol.__module__}.{protocol.__qualname__}"
+            f"{subclass})"
+        )
+
+
+# The protocol each kind of recipe component follows, and its base class (if any).
+_COMPONENTS: dict[str, tuple[type, type | None]] = {
+    "chunker": (Chunker, None),
+    "indexes": (IndexBuilder, BaseIndexBuilder),
+    "fusions": (Fusion, None),
+    "reranker": (Reranker, BaseReranker),
+    "answerer": (Answerer, BaseAnswerer),
+}
+
+
 def check_recipe_components(recipe: KnowledgeRecipe) -> None:
-    """Create each of the recipe's components once, as its build will: unknown arguments and
-    values out of range fail now, naming the key, not as every case failed at build."""
+    """Create each of the recipe's components once, as its build will: unknown arguments,
+    values out of range and a component without its protocol's members fail now, naming
+    the key, not as every case failed at build."""
     for key, spec in recipe.component_specs().items():
         _check_arguments(spec, f"recipe.{key}")
         created = create_component(f"recipe.{key}", spec)
         if key == "parser" and (why := not_a_parser(created)) is not None:
             raise ConfigError(f"recipe.parser: {why}")
+        kind = _COMPONENTS.get(key.partition(".")[0])
+        if kind is not None:
+            check_follows(f"recipe.{key}", created, *kind)
 
 
 def check_replay_files(recipe: ReplayRecipe) -> None:
@@ -211,9 +252,7 @@ def check_combinations(
                 f"({{runner.query_modes}}.{{evaluator name}}); available: {produced}"
             )
     top_k = resolve_top_k(settings, benchmark)
-    deeper = [
-        e.name for e in evaluators if isinstance(k := getattr(e, "k", None), int) and k > top_k
-    ]
+    deeper = [e.name for e in evaluators if e.k is not None and e.k > top_k]
     if deeper:
         log.warning(
             "runner.top_k=%d retrieves fewer results than evaluators %s look at; they are "
@@ -222,12 +261,6 @@ def check_combinations(
             deeper,
             top_k,
         )
-
-
-def _content_digests(recipe: RecipeLike) -> dict[str, str] | None:
-    """The digests of the files a recipe reads (`content_digests`, a replay's), if any."""
-    digests = getattr(recipe, "content_digests", None)
-    return digests() if callable(digests) else None
 
 
 def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
@@ -266,13 +299,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
     except RayExecutorError as exc:
         raise ConfigError(str(exc)) from None
     benchmark = create_component("benchmark", resolved["benchmark"])
-    missing = missing_members(benchmark, BenchmarkProtocol)
-    if missing:
-        raise ConfigError(
-            f"benchmark: {type(benchmark).__name__} lacks {missing} of the benchmark protocol "
-            "(heta_eval.protocol.BenchmarkProtocol; subclass BenchmarkAdapter for the defaults "
-            "of default_top_k, slice_by and ignore_identical_ids)"
-        )
+    check_follows("benchmark", benchmark, BenchmarkProtocol, BenchmarkAdapter)
     if resolved.get("tuning") is not None:
         benchmark = _tuning_view(benchmark, resolved["tuning"])
     recipe_spec = dict(resolved["recipe"])
@@ -280,11 +307,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
         raise ConfigError("recipe: expected a mapping with a _target_")
     # The recipe keeps its components as specs; the knowledge base creates them when it builds.
     recipe = create_component("recipe", recipe_spec, recursive=False)
-    if not isinstance(recipe, RecipeLike):
-        raise ConfigError(
-            f"recipe: _target_ must create a KnowledgeRecipe (or another RecipeLike), "
-            f"got {type(recipe).__name__}"
-        )
+    check_follows("recipe", recipe, RecipeLike, BaseRecipe)
     if isinstance(recipe, KnowledgeRecipe):
         check_recipe_components(recipe)
     if isinstance(recipe, ReplayRecipe):
@@ -295,19 +318,9 @@ def assemble(cfg: DictConfig) -> RunComponents:
         raise ConfigError(str(exc)) from None
     evaluators = _evaluators(resolved["evaluator"], benchmark)
     for evaluator in evaluators:
-        missing = missing_members(evaluator, BenchmarkEvaluatorProtocol)
-        if missing:
-            raise ConfigError(
-                f"evaluator: {type(evaluator).__name__} lacks {missing} of the evaluator "
-                "protocol (heta_eval.protocol.BenchmarkEvaluatorProtocol; subclass Evaluator "
-                "for the default aclose)"
-            )
+        check_follows("evaluator", evaluator, BenchmarkEvaluatorProtocol, Evaluator)
     tracker = create_component("tracking", resolved["tracking"])
-    if not isinstance(tracker, Tracker):
-        raise ConfigError(
-            f"tracking: _target_ must create a Tracker (heta_eval.tracking.base.Tracker), "
-            f"got {type(tracker).__name__}"
-        )
+    check_follows("tracking", tracker, Tracker, BaseTracker)
     try:
         modes = check_run_arguments(recipe, evaluators, settings)
     except BenchmarkError as exc:
@@ -324,5 +337,5 @@ def assemble(cfg: DictConfig) -> RunComponents:
         settings=settings,
         tracker=tracker,
         resolved=masked,
-        config_hash=config_hash(masked, _content_digests(recipe)),
+        config_hash=config_hash(masked, recipe.content_digests()),
     )

@@ -161,7 +161,9 @@ class DocumentStorage:
                 except Exception as exc:
                     if isinstance(exc, OSError) and exc.errno in DISK_FULL:
                         # Not this document's fault: every later one would fail too.
-                        where = getattr(self.store, "path_of", lambda k: k)(key)
+                        where: object = key
+                        if isinstance(self.store, LocalObjectStore):
+                            where = self.store.path_of(key)
                         raise OSError(exc.errno, exc.strerror, str(where)) from exc
                     errors[document.document_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("document %s could not be stored: %s", document.document_id, exc)

@@ -12,16 +12,11 @@ REASON_CHARS = 160  # one reason on one terminal line
 
 class FailureRateExceededError(RuntimeError):
     """More case results failed than `runner.max_failure_rate` allows, or all of them did
-    (the report is kept, and is `report`). `handed_over` is True when the run's tracking
-    was handed to another process (a sweep's tracker worker, the tracking service), which
-    ends its MLflow run FAILED: the run's process must not end it again."""
+    (the report is kept, and is `report`)."""
 
-    def __init__(
-        self, message: str, report: EvaluationReport | None = None, *, handed_over: bool = False
-    ) -> None:
+    def __init__(self, message: str, report: EvaluationReport | None = None) -> None:
         super().__init__(message)
         self.report = report
-        self.handed_over = handed_over
 
 
 def failure_reasons(report: EvaluationReport, top: int = 3) -> list[tuple[int, str]]:

@@ -287,9 +287,9 @@ class RunLifecycle:
             "recipe.name": components.recipe.name,
             "heta_eval.overrides": " ".join(self.overrides),
         }
-        digests = getattr(components.recipe, "content_digests", None)
-        if callable(digests):  # a replay: which file contents were scored
-            tags.update({f"recipe.{kind}.sha256": sha for kind, sha in digests().items()})
+        # A replay: which file contents were scored (other recipes have none).
+        digests = components.recipe.content_digests()
+        tags.update({f"recipe.{kind}.sha256": sha for kind, sha in digests.items()})
         if self.sweep.sweep_id:
             tags["heta_eval.sweep_id"] = self.sweep.sweep_id
         if self.sweep.job is not None:

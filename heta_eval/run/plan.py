@@ -20,12 +20,15 @@ from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.progress import NO_PROGRESS
+from heta_eval.protocols import Tracker
 from heta_eval.records._base import Record
 from heta_eval.run.assembly import RunComponents
 from heta_eval.run.documents import unit_sources
 from heta_eval.run.identity import components_code_digest, run_identity
 from heta_eval.run.runner import BenchmarkRunner
 from heta_eval.run.state import RunState
+from heta_eval.run.units import plan_units
+from heta_eval.tracking.null import NullTracker
 
 KbStatus = Literal["cached", "build", "unknown"]
 COMPACT_ABOVE = 30  # units; above this the table shows the first ones and the totals
@@ -97,12 +100,13 @@ class _ReadOnlyStore:
         return iter(())
 
 
-def _tracking(tracker: Any) -> str:
-    uri = getattr(tracker, "uri", None)
+def _tracking(tracker: Tracker) -> str:
     name = type(tracker).__name__
-    if uri is None:
-        return "none (tracking disabled)" if name == "NullTracker" else name
-    return f"{name} at {uri} (experiment {getattr(tracker, 'experiment', '?')!r})"
+    if tracker.uri is None:
+        return "none (tracking disabled)" if isinstance(tracker, NullTracker) else name
+    if tracker.experiment is None:
+        return f"{name} at {tracker.uri}"
+    return f"{name} at {tracker.uri} (experiment {tracker.experiment!r})"
 
 
 def _kb_status(
@@ -172,7 +176,7 @@ async def _make_plan(components: RunComponents) -> RunPlan:
     completed = state.completed() if settings.resume else None
     common["previous_report"] = completed[0].report_path if completed else None
     common["interrupted_journal"] = settings.resume and state.journal().path.is_file()
-    plans = runner._plan(contents)
+    plans = plan_units(contents, settings.limit, settings.seed)
     keys: dict[str, tuple[str, str]] = {}
     for plan in plans:
         for document in plan.documents:

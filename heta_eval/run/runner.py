@@ -6,17 +6,13 @@ writes, tracks and keeps what it produced.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import random
 import time
 import uuid
+from collections import ChainMap
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from multiprocessing import get_context
 
 from pydantic import ValidationError
 
@@ -24,17 +20,12 @@ from heta_eval.benchmarks.url_guard import private_hosts
 from heta_eval.evaluators.summary import summarize, summarize_slices
 from heta_eval.kb import LocalObjectStore, ObjectStore
 from heta_eval.kb.build_cache import BuildCache
-from heta_eval.kb.protocols import RecipeLike
 from heta_eval.progress import ProgressReporter, StageHandle, use
-from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
+from heta_eval.protocols import BenchmarkEvaluatorProtocol, BenchmarkProtocol, RecipeLike
 from heta_eval.records import (
-    BenchmarkCase,
     BenchmarkContents,
-    BenchmarkRunUnit,
     BenchmarkWorkspace,
-    EvaluationCaseResult,
     EvaluationReport,
-    KnowledgeBaseManifest,
 )
 from heta_eval.records.run import (
     CaseCounts,
@@ -42,13 +33,11 @@ from heta_eval.records.run import (
     RunIdentity,
     StoredDocumentKeys,
     TrackingRef,
-    UnitFacts,
 )
 from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_count, unit_sources
 from heta_eval.run.failures import fail_cases_with_lost_evidence
 from heta_eval.run.identity import DataDigest
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
-from heta_eval.run.parent_watch import abandon, die_with_run
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.run.shards import ShardPlan, check_shard_settings, ray_for_shards, sharded
 from heta_eval.run.units import (
@@ -56,7 +45,9 @@ from heta_eval.run.units import (
     UnitOutcome,
     UnitPlan,
     cyclic_gc_paused,
-    run_unit_in_worker,
+    gather_units,
+    plan_units,
+    run_units_in_processes,
 )
 
 log = logging.getLogger(__name__)
@@ -74,30 +65,6 @@ class LoadedBenchmark:
     contents: BenchmarkContents
     data_digest: str
     document_sha256: dict[str, str | None] = field(default_factory=dict)
-
-
-def select_cases(
-    per_unit: Sequence[tuple[BenchmarkRunUnit, tuple[BenchmarkCase, ...]]], limit: int, seed: int
-) -> set[str]:
-    """A deterministic, seeded subset of `limit` case ids, stratified by unit.
-
-    Units take turns in a seeded order, each giving its next case from a seeded shuffle, so
-    a smoke run of a many-units benchmark touches as many units as it can; with one unit it
-    is a seeded random sample. The same (cases, limit, seed) always gives the same subset.
-    """
-    rng = random.Random(seed)
-    queues = []
-    for _, cases in per_unit:
-        ids = [c.case_id for c in cases]
-        rng.shuffle(ids)
-        queues.append(ids)
-    rng.shuffle(queues)
-    chosen: set[str] = set()
-    while len(chosen) < limit and any(queues):
-        for queue in queues:
-            if queue and len(chosen) < limit:
-                chosen.add(queue.pop())
-    return chosen
 
 
 def check_run_arguments(
@@ -147,20 +114,6 @@ def check_evidence_documents(contents: BenchmarkContents, *, strict: bool) -> No
     if strict:
         raise BenchmarkError(f"{message} (runner.strict=true)")
     log.warning("%s; set runner.strict=true to make this an error", message)
-
-
-def _without_unit_keys(
-    manifest: KnowledgeBaseManifest, plan: UnitPlan, keys: DocumentKeys
-) -> KnowledgeBaseManifest:
-    """The manifest as the report keeps it: without its source keys when they are those of
-    the unit's stored documents, in order (`sources_listed=False`; the report's document
-    key layout gives each), else as it is."""
-    if not manifest.sources_listed:
-        return manifest
-    stored = tuple(keys[d.document_id][0] for d in plan.documents if d.document_id in keys)
-    if manifest.source_keys != stored:
-        return manifest
-    return manifest.model_copy(update={"source_keys": (), "sources_listed": False})
 
 
 class BenchmarkRunner:
@@ -253,26 +206,10 @@ class BenchmarkRunner:
         """This run's checks of loaded contents: evidence naming documents the benchmark
         does not have (an error with `runner.strict`), and the recipe's own (a replay)."""
         check_evidence_documents(contents, strict=self.settings.strict)
-        check_contents = getattr(self.recipe, "check_contents", None)
-        if check_contents is not None:  # a replay checks its files' ids against the cases
-            try:
-                check_contents(contents)
-            except ValueError as exc:
-                raise BenchmarkError(str(exc)) from None
-
-    def _plan(self, contents: BenchmarkContents) -> list[UnitPlan]:
-        """Units with their documents and cases, after `limit` (see `select_cases`)."""
-        per_unit = [(unit, contents.unit_cases(unit)) for unit in contents.units]
-        if self.settings.limit is not None:
-            chosen = select_cases(per_unit, self.settings.limit, self.settings.seed)
-            per_unit = [
-                (u, tuple(c for c in cases if c.case_id in chosen)) for u, cases in per_unit
-            ]
-        return [
-            UnitPlan(unit, contents.unit_documents(unit), cases)
-            for unit, cases in per_unit
-            if cases
-        ]
+        try:  # a replay checks its files' ids against the cases
+            self.recipe.check_contents(contents)
+        except ValueError as exc:
+            raise BenchmarkError(str(exc)) from None
 
     async def _run_units(
         self,
@@ -304,58 +241,17 @@ class BenchmarkRunner:
                 return await self._run_units_here(
                     plans, keys, kb_name, done, units, written, document_keys
                 )
+        jobs = [(plan, unit_sources(plan, keys)) for plan in plans]
         if self.settings.executor == "ray":
             from heta_eval.run.ray_units import run_units_on_ray
 
-            jobs = [(plan, unit_sources(plan, keys)) for plan in plans]
             return await run_units_on_ray(evaluator, jobs, kb_name, done, self.settings, collect)
         if self.settings.workers <= 1 or len(plans) <= 1:
             return await self._run_units_here(
                 plans, keys, kb_name, done, units, written, document_keys
             )
-        # CPU-bound builds and BM25 scoring: separate processes, a bounded pool.
-        loop = asyncio.get_running_loop()
-        pool = ProcessPoolExecutor(
-            max_workers=self.settings.workers,
-            mp_context=get_context("forkserver"),
-            initializer=die_with_run,  # a killed run leaves no worker behind
-            initargs=(os.getpid(),),
-        )
-        futures: list[asyncio.Future[UnitOutcome]] = []
-        try:
-            futures = [
-                loop.run_in_executor(
-                    pool,
-                    run_unit_in_worker,
-                    evaluator,
-                    plan,
-                    unit_sources(plan, keys),
-                    kb_name,
-                    done,
-                )
-                for plan in plans
-            ]
-            outcomes = []
-            for future in asyncio.as_completed(futures):
-                outcome = await future
-                if journal is not None:
-                    journal.record_cases(outcome.results)
-                self._record_unit(outcome, by_unit[outcome.unit_id], keys)
-                self.build_cache.stats.add(outcome.cache)
-                outcomes.append(outcome)
-                units.advance()
-        except BaseException:
-            # Stopped (Ctrl-C, SIGTERM) or failed: units still running are abandoned, not
-            # waited for; what finished is in the journal. Their futures are cancelled (and
-            # any error they already hold taken), so asyncio reports none as never retrieved.
-            for future in futures:
-                if future.done() and not future.cancelled():
-                    future.exception()
-                future.cancel()
-            abandon(pool)
-            raise
-        pool.shutdown()
-        return outcomes
+        workers = self.settings.workers
+        return await run_units_in_processes(evaluator, jobs, kb_name, done, workers, collect)
 
     async def _run_units_here(
         self,
@@ -389,10 +285,10 @@ class BenchmarkRunner:
 
     def _record_unit(self, outcome: UnitOutcome, plan: UnitPlan, keys: DocumentKeys) -> None:
         """A unit's manifest as the report keeps it (without the source keys the run's key
-        layout gives, `_without_unit_keys`), in its outcome and the journal."""
+        layout gives, `UnitPlan.kept_manifest`), in its outcome and the journal."""
         if outcome.manifest is None:
             return
-        outcome.manifest = _without_unit_keys(outcome.manifest, plan, keys)
+        outcome.manifest = plan.kept_manifest(outcome.manifest, keys)
         if self.journal is not None:
             self.journal.record_unit(outcome.unit_id, outcome.manifest)
 
@@ -412,7 +308,7 @@ class BenchmarkRunner:
         started_at = datetime.now(UTC)
         contents = loaded.contents
         manifest = contents.manifest
-        plans = self._plan(contents)
+        plans = plan_units(contents, self.settings.limit, self.settings.seed)
         log.info(
             "benchmark %s: %d documents, %d cases, %d run units (%d planned)",
             manifest.key,
@@ -425,7 +321,7 @@ class BenchmarkRunner:
         if journaled:
             log.info("resuming: %d case results already in the journal", len(journaled))
         clock = time.perf_counter()
-        private_urls = private_hosts(getattr(self.benchmark, "allow_private_urls", False))
+        private_urls = private_hosts(self.benchmark.allow_private_urls)
         storage = DocumentStorage(self.store, self.settings, private_urls)
         writer = storage.background_writer(plans)
         try:
@@ -470,27 +366,9 @@ class BenchmarkRunner:
 
         fresh = {case_key(r): r for o in outcomes for r in o.results}
         built = {o.unit_id: o.manifest for o in outcomes if o.manifest is not None}
-        results: list[EvaluationCaseResult] = []
-        kb_manifests: list[KnowledgeBaseManifest] = []
-        unit_rows = []
-        for plan in plans:
-            unit_id = plan.unit.unit_id
-            for mode in self.query_modes:
-                for case in plan.cases:
-                    key = (unit_id, case.case_id, mode)
-                    results.append(fresh[key] if key in fresh else journaled[key])
-            kb_manifest = built.get(unit_id) or journaled_units.get(unit_id)
-            if kb_manifest is not None:
-                kb_manifests.append(_without_unit_keys(kb_manifest, plan, keys))
-            unit_rows.append(
-                UnitFacts(
-                    unit_id=unit_id,
-                    documents=len(plan.documents),
-                    cases=len(plan.cases),
-                    build_seconds=kb_manifest.build_seconds if kb_manifest else None,
-                    build_failed=kb_manifest is None,
-                )
-            )
+        results, kb_manifests, unit_rows = gather_units(
+            plans, self.query_modes, ChainMap(fresh, journaled), {**journaled_units, **built}, keys
+        )
         results = fail_cases_with_lost_evidence(results, document_errors)
         metric_names = [e.name for e in self.evaluators]
         summary, details = summarize(

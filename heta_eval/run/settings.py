@@ -12,7 +12,7 @@ from pydantic import Field
 from heta_eval.records._base import Record
 
 if TYPE_CHECKING:
-    from heta_eval.protocol import BenchmarkProtocol
+    from heta_eval.protocols import BenchmarkProtocol
 
 log = logging.getLogger(__name__)
 

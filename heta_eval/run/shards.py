@@ -21,10 +21,10 @@ from typing import Any
 
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.index.sharded_bm25 import ShardingError
-from heta_eval.kb.protocols import BuildPlan
 from heta_eval.kb.sharded import CorpusShard, ShardedKnowledgeBase, check_shardable
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
+from heta_eval.protocols import BuildPlan, RecipeLike
 from heta_eval.run.settings import RunnerSettings
 
 # A private cluster's object store: the shards' statistics and results pass through it.
@@ -36,7 +36,7 @@ def sharded(settings: RunnerSettings) -> bool:
     return (settings.shards or 1) > 1
 
 
-def check_shard_settings(settings: RunnerSettings, recipe: object) -> None:
+def check_shard_settings(settings: RunnerSettings, recipe: RecipeLike) -> None:
     """Raise ShardingError when `runner.shards` is set for a recipe it cannot split exactly
     (anything but BM25 indexes: dense, fusion, a replay)."""
     if sharded(settings):
@@ -61,7 +61,7 @@ class ShardPlan:
     async def create(
         self,
         *,
-        recipe: BuildPlan,
+        recipe: RecipeLike,
         name: str,
         store: ObjectStore,
         sources: Sequence[RawSource],
@@ -69,15 +69,15 @@ class ShardPlan:
     ) -> ShardedKnowledgeBase:
         """Start the shards and build the unit's knowledge base on them (the shards end when
         the build fails or the knowledge base is closed)."""
-        check_shardable(recipe)
+        plan = check_shardable(recipe)
         group: LocalShards | RayShards
         if self.executor == "ray":
-            group = RayShards(self.shards, recipe, store, self.num_cpus)
+            group = RayShards(self.shards, plan, store, self.num_cpus)
         else:
-            group = LocalShards(self.shards, recipe, store)
+            group = LocalShards(self.shards, plan, store)
         try:
             return await ShardedKnowledgeBase.create(
-                recipe=recipe, name=name, sources=sources, shards=group, progress=progress
+                recipe=plan, name=name, sources=sources, shards=group, progress=progress
             )
         except BaseException:
             await group.close()

@@ -1,56 +1,42 @@
-"""Evaluating one run unit: build (or load) its knowledge base, query and score its cases."""
+"""Run units: which ones a run evaluates (`plan_units`, after `limit`), one unit's evaluation
+(build or load its knowledge base, then query and score its cases, `UnitEvaluator`), and
+units in worker processes (`run_units_in_processes`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import logging
+import os
+import random
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from multiprocessing import get_context
 
 from heta_eval.async_run import run_sync
 from heta_eval.json_cache import run_cache
-from heta_eval.kb import ObjectStore, RawSource
-from heta_eval.kb.build_cache import BuildCache, CachedResponse, CacheStats
-from heta_eval.kb.protocols import KnowledgeBaseLike, RecipeLike
+from heta_eval.kb import RawSource
+from heta_eval.kb.build_cache import CacheStats
 from heta_eval.progress import NO_PROGRESS, ProgressReporter
-from heta_eval.protocol import BenchmarkEvaluatorProtocol
+from heta_eval.protocols import KnowledgeBaseLike, missing_members
 from heta_eval.records import (
     BenchmarkCase,
+    BenchmarkContents,
     BenchmarkDocument,
     BenchmarkRunUnit,
     EvaluationCaseResult,
-    EvaluationError,
-    EvaluationScore,
     KnowledgeBaseManifest,
-    KnowledgeBaseScope,
-    QueryResponse,
 )
 from heta_eval.records.evaluation import expected_for_report
+from heta_eval.records.run import UnitFacts
+from heta_eval.run.cases import CaseScorer, Measured, error_record
 from heta_eval.run.journal import CaseKey
-from heta_eval.run.returns import checked_score
-from heta_eval.run.settings import QUERY_BATCH_SIZE
-from heta_eval.run.shards import ShardPlan
+from heta_eval.run.parent_watch import abandon, die_with_run
 
 log = logging.getLogger(__name__)
-
-
-KeyLayout = tuple[str, str]
-"""(prefix, name_suffix) of the run's document keys: `{prefix}{id}/{id}{name_suffix}`."""
-
-
-class Measured(NamedTuple):
-    """A case's response with its latency and how that was measured: `batch_size` queries
-    retrieved in one call, the latency their seconds over their number (1: alone)."""
-
-    response: QueryResponse
-    latency_seconds: float | None
-    batch_size: int | None
 
 
 @dataclass(frozen=True)
@@ -60,6 +46,20 @@ class UnitPlan:
     unit: BenchmarkRunUnit
     documents: tuple[BenchmarkDocument, ...]
     cases: tuple[BenchmarkCase, ...]
+
+    def kept_manifest(
+        self, manifest: KnowledgeBaseManifest, keys: Mapping[str, tuple[str, str]]
+    ) -> KnowledgeBaseManifest:
+        """The unit's knowledge base manifest as the report keeps it: without its source keys
+        when they are those of the unit's stored documents (`keys`: each document's raw key
+        and sha256), in order (`sources_listed=False`; the report's document key layout
+        gives each), else as it is."""
+        if not manifest.sources_listed:
+            return manifest
+        stored = tuple(keys[d.document_id][0] for d in self.documents if d.document_id in keys)
+        if manifest.source_keys != stored:
+            return manifest
+        return manifest.model_copy(update={"source_keys": (), "sources_listed": False})
 
 
 @dataclass
@@ -72,47 +72,71 @@ class UnitOutcome:
     cache: CacheStats = field(default_factory=CacheStats)
 
 
-def error_record(stage: str, exc: BaseException, evaluator: str | None = None) -> EvaluationError:
-    """An EvaluationError for an exception raised at `stage`."""
-    return EvaluationError(
-        stage=stage,  # type: ignore[arg-type]
-        error_type=type(exc).__name__,
-        message=str(exc)[:2000],
-        evaluator=evaluator,
-    )
+def select_cases(
+    per_unit: Sequence[tuple[BenchmarkRunUnit, tuple[BenchmarkCase, ...]]], limit: int, seed: int
+) -> set[str]:
+    """A deterministic, seeded subset of `limit` case ids, stratified by unit.
 
-
-def retrieved_items(
-    response: QueryResponse, key_layout: KeyLayout | None = None
-) -> list[dict[str, Any]]:
-    """The compact form of a response's results kept in a case result (`RetrievedItem`).
-
-    Plain dicts, validated into RetrievedItem records by the case result in one call. An
-    item's `source_key` is left out (None) when it is the key `key_layout` (the run's
-    document key layout) gives its document: the report's `run.document_keys` gives it
-    back, and at 100 items a case it was a third of every case result's JSON.
+    Units take turns in a seeded order, each giving its next case from a seeded shuffle, so
+    a smoke run of a many-units benchmark touches as many units as it can; with one unit it
+    is a seeded random sample. The same (cases, limit, seed) always gives the same subset.
     """
-    prefix, suffix = key_layout if key_layout is not None else ("", None)
-    items = []
-    for r in response.results:
-        source = r.source
-        key: str | None = source.source_key
-        document = source.document_id
-        if suffix is not None and key == f"{prefix}{document}/{document}{suffix}":
-            key = None
-        items.append(
-            {
-                "id": r.id,
-                "score": r.score,
-                "document_id": document,
-                "chunk_id": source.chunk_id,
-                "source_key": key,
-                "page_index": source.page_index,
-                "start_char": source.start_char,
-                "end_char": source.end_char,
-            }
+    rng = random.Random(seed)
+    queues = []
+    for _, cases in per_unit:
+        ids = [c.case_id for c in cases]
+        rng.shuffle(ids)
+        queues.append(ids)
+    rng.shuffle(queues)
+    chosen: set[str] = set()
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.add(queue.pop())
+    return chosen
+
+
+def plan_units(contents: BenchmarkContents, limit: int | None, seed: int) -> list[UnitPlan]:
+    """Units with their documents and cases, after `limit` (see `select_cases`); a unit
+    left without cases is not planned."""
+    per_unit = [(unit, contents.unit_cases(unit)) for unit in contents.units]
+    if limit is not None:
+        chosen = select_cases(per_unit, limit, seed)
+        per_unit = [(u, tuple(c for c in cases if c.case_id in chosen)) for u, cases in per_unit]
+    return [
+        UnitPlan(unit, contents.unit_documents(unit), cases) for unit, cases in per_unit if cases
+    ]
+
+
+def gather_units(
+    plans: Sequence[UnitPlan],
+    query_modes: Sequence[str],
+    results: Mapping[CaseKey, EvaluationCaseResult],
+    manifests: Mapping[str, KnowledgeBaseManifest],
+    keys: Mapping[str, tuple[str, str]],
+) -> tuple[list[EvaluationCaseResult], list[KnowledgeBaseManifest], list[UnitFacts]]:
+    """The planned units' case results in plan order (by query mode, then case), the
+    manifests of their knowledge bases as the report keeps them and each unit's facts, from
+    every case's result and every built unit's manifest (`keys`: the stored documents')."""
+    gathered: list[EvaluationCaseResult] = []
+    kept: list[KnowledgeBaseManifest] = []
+    facts = []
+    for plan in plans:
+        unit_id = plan.unit.unit_id
+        gathered += [results[unit_id, c.case_id, m] for m in query_modes for c in plan.cases]
+        manifest = manifests.get(unit_id)
+        if manifest is not None:
+            kept.append(plan.kept_manifest(manifest, keys))
+        facts.append(
+            UnitFacts(
+                unit_id=unit_id,
+                documents=len(plan.documents),
+                cases=len(plan.cases),
+                build_seconds=manifest.build_seconds if manifest else None,
+                build_failed=manifest is None,
+            )
         )
-    return items
+    return gathered, kept, facts
 
 
 @contextlib.contextmanager
@@ -160,197 +184,10 @@ def heap_frozen() -> Iterator[None]:
                 gc.unfreeze()
 
 
-def recipe_answers(recipe: RecipeLike) -> bool | None:
-    """Whether a recipe generates answers: its manifest's `answerer` is set (None when the
-    manifest does not name one either way)."""
-    described = recipe.manifest()
-    return described["answerer"] is not None if "answerer" in described else None
-
-
-def without_identical_ids(response: QueryResponse, case_id: str, top_k: int) -> QueryResponse:
-    """The response without results from the document whose id is the query's, cut to top_k."""
-    kept = [r for r in response.results if r.source.document_id != case_id][:top_k]
-    return response.model_copy(update={"results": tuple(kept)})
-
-
 @dataclass
-class UnitEvaluator:
-    """Everything needed to evaluate units, in a form that can be sent to a worker process."""
-
-    recipe: RecipeLike
-    evaluators: tuple[BenchmarkEvaluatorProtocol, ...]
-    query_modes: tuple[str, ...]
-    top_k: int
-    max_concurrent_queries: int
-    slice_by: tuple[str, ...]
-    store: ObjectStore
-    cache: BuildCache
-    # The benchmark's convention (BEIR's ignore_identical_ids): a query's own document is no
-    # answer to it. Retrieve one more, drop it, keep top_k, whatever evaluators score.
-    ignore_identical_ids: bool = False
-    # runner.shards: each unit's corpus split into shards (built on them, never cached).
-    shards: ShardPlan | None = None
-    # runner.query_batch_size: cases of an exact-in-batches mode retrieved in one call (1:
-    # each alone). A batch's latency is its seconds shared out, labelled with its size.
-    query_batch_size: int = QUERY_BATCH_SIZE
-    # The run's document key layout (`StoredDocumentKeys`): a retrieved item whose key it
-    # gives is kept without its key (None: every item keeps its key).
-    key_layout: KeyLayout | None = None
-
-    @property
-    def depth(self) -> int:
-        """Results retrieved per query: one more than top_k when the query's own document
-        is dropped (`ignore_identical_ids`)."""
-        return self.top_k + 1 if self.ignore_identical_ids else self.top_k
-
-    def batches(self, kb: KnowledgeBaseLike) -> bool:
-        """Whether some of the run's query modes are retrieved in batches on `kb`: the
-        knowledge base gives each query of the mode what it gets alone and
-        `query_batch_size` is more than 1."""
-        exact = getattr(kb, "exact_in_batches", None)
-        return (
-            self.query_batch_size > 1
-            and exact is not None
-            and getattr(kb, "query_case", None) is None
-            and any(exact(mode) for mode in self.query_modes)
-        )
-
-    def from_cache(self, kb: KnowledgeBaseLike, mode: str, cached: CachedResponse) -> Measured:
-        """A cached response with the latency measured when it was stored (an evaluator-only
-        change re-scores without querying). An entry that did not record how its latency
-        was measured, of a mode that may have been batched, has no latency to give."""
-        size = cached.latency_batch_size
-        latency = cached.latency_seconds
-        if size is None and latency is not None:
-            exact = getattr(kb, "exact_in_batches", None)
-            if exact is not None and exact(mode):
-                latency = None  # a batch mean or a query's own seconds: nobody knows
-            else:
-                size = 1
-        return Measured(cached.response, latency, size if latency is not None else None)
-
-    async def query_in_batches(
-        self, kb: KnowledgeBaseLike, todo: Sequence[tuple[BenchmarkCase, str]]
-    ) -> dict[tuple[str, str], Measured]:
-        """The responses (and latencies) of the cases in `todo` that can be retrieved
-        together: from the response cache, or in one `query_many` call per query mode whose
-        batches give every query what it gets alone (`exact_in_batches`, BM25). Each gets
-        the batch's seconds divided evenly as its latency, labelled with the batch's size
-        (`latency_batch_size`). Cases of other modes, and of a batch that fails, are left
-        out: `evaluate_case` queries them one at a time (and records their errors)."""
-        exact = getattr(kb, "exact_in_batches", None)
-        if exact is None or getattr(kb, "query_case", None) is not None:
-            return {}
-        answered: dict[tuple[str, str], Measured] = {}
-        pending: dict[str, list[tuple[BenchmarkCase, str | None]]] = {}
-        for case, mode in todo:
-            if not exact(mode):
-                continue
-            key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, self.depth)
-            cached = self.cache.get_response(key) if key is not None else None
-            if cached is not None:
-                answered[case.case_id, mode] = self.from_cache(kb, mode, cached)
-            else:
-                pending.setdefault(mode, []).append((case, key))
-        for mode, cases in pending.items():
-            started = time.perf_counter()
-            try:
-                responses = await kb.query_many(  # type: ignore[attr-defined]
-                    [case.query for case, _ in cases], mode=mode, top_k=self.depth
-                )
-            except Exception as exc:
-                log.debug("batched %s queries failed (%s); querying one at a time", mode, exc)
-                continue
-            size = len(cases)
-            latency = (time.perf_counter() - started) / size
-            for (case, key), response in zip(cases, responses, strict=True):
-                answered[case.case_id, mode] = Measured(response, latency, size)
-                if key is not None:
-                    self.cache.put_response(key, response, latency, size)
-        return answered
-
-    @functools.cached_property
-    def answers(self) -> bool | None:
-        """Whether the recipe generates answers (for `QueryResponse.scope`)."""
-        return recipe_answers(self.recipe)
-
-    def labels(self, case: BenchmarkCase) -> dict[str, str]:
-        """Slice labels of a case, from its metadata."""
-        return {k: str(case.metadata[k]) for k in self.slice_by if case.metadata.get(k) is not None}
-
-    async def evaluate_case(
-        self,
-        kb: KnowledgeBaseLike,
-        unit_id: str,
-        case: BenchmarkCase,
-        mode: str,
-        answered: Measured | None = None,
-    ) -> EvaluationCaseResult:
-        """Query one case and score it; failures become the case's EvaluationError.
-
-        `answered`: the case's response and latency, already retrieved (`query_in_batches`).
-        """
-        common = {
-            "case_id": case.case_id,
-            "unit_id": unit_id,
-            "query_mode": mode,
-            "query": case.query,
-            "labels": self.labels(case),
-            "expected": expected_for_report(case.expected),
-        }
-        depth = self.depth
-        key = None
-        if answered is None:
-            key = self.cache.response_key(kb.manifest(), self.recipe, case.query, mode, depth)
-            cached = self.cache.get_response(key) if key is not None else None
-            if cached is not None:
-                answered = self.from_cache(kb, mode, cached)
-        if answered is not None:
-            response, latency, batch_size = answered
-        else:
-            started = time.perf_counter()
-            try:
-                query_case = getattr(kb, "query_case", None)
-                if query_case is not None:  # a knowledge base that answers cases by id
-                    response = await query_case(case, unit_id=unit_id, mode=mode, top_k=depth)
-                else:
-                    response = await kb.query(case.query, mode=mode, top_k=depth)
-            except Exception as exc:
-                return EvaluationCaseResult(
-                    **common,
-                    latency_seconds=time.perf_counter() - started,
-                    latency_batch_size=1,
-                    error=error_record("query", exc),
-                )
-            latency, batch_size = time.perf_counter() - started, 1
-            if key is not None:
-                self.cache.put_response(key, response, latency)
-        if self.ignore_identical_ids:
-            response = without_identical_ids(response, case.case_id, self.top_k)
-        if response.scope is None:  # a knowledge base may say what it held (a replay)
-            counts = kb.manifest().counts
-            scope = KnowledgeBaseScope(
-                items=counts.get("chunks"), documents=counts.get("documents"), answers=self.answers
-            )
-            response = response.model_copy(update={"scope": scope})
-        scores: list[EvaluationScore] = []
-        error = None
-        scoring_started = time.perf_counter()
-        for evaluator in self.evaluators:
-            try:
-                scores.append(checked_score(evaluator, await evaluator.evaluate(case, response)))
-            except Exception as exc:
-                error = error or error_record("evaluate", exc, evaluator=evaluator.name)
-        return EvaluationCaseResult(
-            **common,
-            scores=tuple(scores),
-            retrieved=retrieved_items(response, self.key_layout),  # type: ignore[arg-type]
-            answer=response.answer,
-            latency_seconds=latency,
-            latency_batch_size=batch_size,
-            scoring_seconds=time.perf_counter() - scoring_started,
-            error=error,
-        )
+class UnitEvaluator(CaseScorer):
+    """Everything needed to evaluate units, in a form that can be sent to a worker process:
+    builds (or loads) a unit's knowledge base, then queries and scores its cases."""
 
     async def run(
         self,
@@ -390,13 +227,22 @@ class UnitEvaluator:
         before.add(self.cache.stats)
         try:
             with heap_frozen():
-                create = self.cache.get_or_create if self.shards is None else self.shards.create
+                create: Callable[..., Awaitable[KnowledgeBaseLike]] = (
+                    self.cache.get_or_create if self.shards is None else self.shards.create
+                )
                 kb = await create(
-                    recipe=self.recipe,  # type: ignore[arg-type]
+                    recipe=self.recipe,
                     name=f"{kb_name}-{unit_id}",
                     store=self.store,
                     sources=sources,
                     progress=progress,
+                )
+            missing = missing_members(kb, KnowledgeBaseLike)
+            if missing:
+                raise TypeError(
+                    f"recipe {self.recipe.name!r} built a {type(kb).__qualname__}, which lacks "
+                    f"{missing} of the knowledge base protocol (heta_eval.protocols."
+                    "KnowledgeBaseLike; subclass BaseKnowledgeBase for the defaults)"
                 )
         except Exception as exc:
             log.error("unit %s: knowledge base build failed: %s", unit_id, exc)
@@ -453,9 +299,7 @@ class UnitEvaluator:
                         *(bounded(c, m, answered.get((c.case_id, m))) for c, m in part)
                     )
         finally:
-            closer = getattr(kb, "aclose", None)
-            if closer is not None:
-                await closer()
+            await kb.aclose()
         return UnitOutcome(unit_id, manifest, results, self._delta(before))
 
     def _delta(self, before: CacheStats) -> CacheStats:
@@ -478,3 +322,46 @@ def run_unit_in_worker(
     for item in evaluator.evaluators:
         asyncio.run(item.aclose())
     return outcome
+
+
+async def run_units_in_processes(
+    evaluator: UnitEvaluator,
+    jobs: Sequence[tuple[UnitPlan, Sequence[RawSource]]],
+    kb_name: str,
+    done: frozenset[CaseKey],
+    workers: int,
+    on_outcome: Callable[[UnitOutcome], None],
+) -> list[UnitOutcome]:
+    """Evaluate every (plan, sources) in a bounded pool of `workers` processes (CPU-bound
+    builds and BM25 scoring); `on_outcome` is called here as each one finishes. Returns the
+    outcomes in completion order."""
+    loop = asyncio.get_running_loop()
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("forkserver"),
+        initializer=die_with_run,  # a killed run leaves no worker behind
+        initargs=(os.getpid(),),
+    )
+    futures: list[asyncio.Future[UnitOutcome]] = []
+    try:
+        futures = [
+            loop.run_in_executor(pool, run_unit_in_worker, evaluator, plan, sources, kb_name, done)
+            for plan, sources in jobs
+        ]
+        outcomes = []
+        for future in asyncio.as_completed(futures):
+            outcome = await future
+            on_outcome(outcome)
+            outcomes.append(outcome)
+    except BaseException:
+        # Stopped (Ctrl-C, SIGTERM) or failed: units still running are abandoned, not
+        # waited for; what finished is in the journal. Their futures are cancelled (and any
+        # error they already hold taken), so asyncio reports none as never retrieved.
+        for future in futures:
+            if future.done() and not future.cancelled():
+                future.exception()
+            future.cancel()
+        abandon(pool)
+        raise
+    pool.shutdown()
+    return outcomes

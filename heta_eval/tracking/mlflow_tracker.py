@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from heta_eval.protocols import BaseTracker
 from heta_eval.records import EvaluationReport
 from heta_eval.redaction import mask_url_credentials
 from heta_eval.tracking.access import access_problem
@@ -48,7 +49,7 @@ def default_tracking_uri(root: Path) -> str:
     return f"sqlite:///{(root / 'mlflow.db').resolve()}"
 
 
-class MlflowTracker:
+class MlflowTracker(BaseTracker):
     """Logs each run to MLflow, in batches, with MLflow imported only when a run starts.
 
     `uri` (or the MLFLOW_TRACKING_URI environment variable) points at a tracking server or

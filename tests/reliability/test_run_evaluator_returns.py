@@ -21,7 +21,7 @@ from .processes import run_cli
 pytestmark = pytest.mark.timeout(300)
 
 USER_EVALUATORS = """
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import EvaluationScore
 
 

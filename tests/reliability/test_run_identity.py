@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from heta_eval.protocol import (
+from heta_eval.protocols import (
     BenchmarkEvaluatorProtocol,
     BenchmarkProtocol,
     missing_members,
@@ -142,7 +142,7 @@ def test_edited_user_component_is_evaluated_again(tmp_path: Path) -> None:
     plugin = tmp_path / "plugin"
     plugin.mkdir()
     source = """
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import EvaluationScore
 
 
@@ -261,20 +261,43 @@ def test_sweeps_keep_every_job_when_results_are_reused(tmp_path: Path) -> None:
 
 
 def test_the_members_the_runner_relies_on_are_declared() -> None:
-    from heta_eval.benchmarks import SampleBenchmark
-    from heta_eval.protocol import BenchmarkAdapter, Evaluator
-    from heta_eval.tracking.base import NullTracker, Tracker
+    import re
 
-    assert {"default_top_k", "slice_by"} <= protocol_members(BenchmarkProtocol)
-    assert "aclose" in protocol_members(BenchmarkEvaluatorProtocol)
-    assert {"run_id", "uri", "connect"} <= protocol_members(Tracker)
+    from heta_eval.benchmarks import SampleBenchmark
+    from heta_eval.kb import KnowledgeBase, KnowledgeRecipe
+    from heta_eval.kb.replay.knowledge_base import ReplayKnowledgeBase
+    from heta_eval.kb.sharded import ShardedKnowledgeBase
+    from heta_eval.protocols import (
+        BaseKnowledgeBase,
+        BaseRecipe,
+        BaseTracker,
+        BenchmarkAdapter,
+        Evaluator,
+        KnowledgeBaseLike,
+        RecipeLike,
+        Tracker,
+    )
+    from heta_eval.tracking import NullTracker
+
+    assert {"default_top_k", "slice_by", "allow_private_urls", "tuning_split"} <= (
+        protocol_members(BenchmarkProtocol)
+    )
+    assert {"aclose", "k"} <= protocol_members(BenchmarkEvaluatorProtocol)
+    assert {"check_contents", "content_digests"} <= protocol_members(RecipeLike)
+    assert {"query_case", "query_many", "exact_in_batches", "aclose"} <= protocol_members(
+        KnowledgeBaseLike
+    )
+    assert {"run_id", "uri", "experiment", "connect"} <= protocol_members(Tracker)
     assert BenchmarkAdapter.default_top_k == 10 and BenchmarkAdapter.slice_by == ()
     assert isinstance(SampleBenchmark(), BenchmarkProtocol)
     assert isinstance(NullTracker(), Tracker) and NullTracker().run_id is None
+    assert issubclass(NullTracker, BaseTracker) and issubclass(KnowledgeRecipe, BaseRecipe)
+    for kb in (KnowledgeBase, ShardedKnowledgeBase, ReplayKnowledgeBase):
+        assert issubclass(kb, BaseKnowledgeBase)
     for metric in SampleBenchmark().evaluators():
         assert isinstance(metric, Evaluator | BenchmarkEvaluatorProtocol)
 
-    class Incomplete:  # every method of an adapter, without the declared attributes
+    class Incomplete:  # every method of an adapter, without the declared optional members
         manifest = SampleBenchmark().manifest
         resources = prepare = documents = cases = run_units = evaluators = print
 
@@ -283,28 +306,31 @@ def test_the_members_the_runner_relies_on_are_declared() -> None:
 
     assert not isinstance(Incomplete(), BenchmarkProtocol)
     assert missing_members(Incomplete(), BenchmarkProtocol) == [
+        "allow_private_urls",
         "default_top_k",
         "ignore_identical_ids",
         "slice_by",
+        "tuning_split",
+        "with_split",
     ]
     assert isinstance(Complete(), BenchmarkProtocol) and Complete().default_top_k == 10
-    # Nothing reads these members around the contract any more.
+    # Nothing reads a declared member around the contracts (no getattr probing).
+    members = set().union(
+        *map(
+            protocol_members,
+            (BenchmarkProtocol, BenchmarkEvaluatorProtocol, RecipeLike, KnowledgeBaseLike, Tracker),
+        )
+    )
+    probe = re.compile(r"getattr\(\s*[\w.]+,\s*[\"']([a-z_]+)[\"']")
+    for path in (REPO / "heta_eval").rglob("*.py"):
+        probed = set(probe.findall(path.read_text())) & (members - {"name"})
+        assert not probed, f"{path}: getattr probes {sorted(probed)}"
     source = "\n".join(p.read_text() for p in (REPO / "heta_eval").rglob("*.py"))
-    for member in ("default_top_k", "slice_by", "aclose", "run_id"):
-        assert f'getattr(benchmark, "{member}"' not in source
-        assert f'getattr(evaluator, "{member}"' not in source
-        assert f'getattr(tracker, "{member}"' not in source
-    # Nor a tracker's private state: whether its run is in the outbox is `offline`.
+    # Nor a tracker's private state: whether its backend failed is `offline`.
     assert 'getattr(tracker, "_' not in source
     from heta_eval.tracking.mlflow_tracker import MlflowTracker
 
     assert isinstance(MlflowTracker.offline, property) and MlflowTracker.offline.__doc__
-    # A failure-rate error says whether the run's tracking was handed over (a field).
-    from heta_eval.run.failures import FailureRateExceededError
-
-    assert FailureRateExceededError("too many").handed_over is False
-    assert FailureRateExceededError("too many", handed_over=True).handed_over is True
-    assert "handed_over = True  # type: ignore" not in source
     assert "report.metadata" not in source
     # The code identity digests exactly the package's modules.
     from heta_eval import code_identity

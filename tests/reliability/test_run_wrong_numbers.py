@@ -82,7 +82,7 @@ def test_non_finite_component_arguments_are_refused_by_name(tmp_path: Path) -> N
 _EVALUATOR = """
 import numpy  # installed code: not the user's package, never walked
 
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import EvaluationScore
 
 from .consts import VALUE

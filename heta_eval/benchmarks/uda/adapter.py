@@ -38,7 +38,7 @@ from heta_eval.benchmarks.uda.files import (
     read_qa_table,
     source_files,
 )
-from heta_eval.protocol import BenchmarkAdapter, BenchmarkEvaluatorProtocol
+from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkDocument,

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from heta_eval.benchmarks.uda.finance import finqa_exact_match, tatqa_em_f1, tatqa_gold
 from heta_eval.evaluators.answer import normalize_answer
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 ANSWER_KEY = "uda_answer"

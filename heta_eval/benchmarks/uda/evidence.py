@@ -30,7 +30,7 @@ from typing import Any
 from heta_eval.evaluators.evidence import EvidenceRecallAtK, labelled_evidence
 from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.evaluators.matching import EvidenceMatcher
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from heta_eval.kb.documents import RawSource
+from heta_eval.protocols import BaseKnowledgeBase
 from heta_eval.records import (
     BuildStep,
     KnowledgeBaseManifest,
@@ -77,7 +78,7 @@ def document_id_from_raw_key(key: str) -> str | None:
     return match.group("document_id") if match else None
 
 
-class HetaKnowledgeBase:
+class HetaKnowledgeBase(BaseKnowledgeBase):
     """A built Heta knowledge base behind heta_eval's `KnowledgeBaseLike`.
 
     It takes what it needs of the recipe that built it: the recipe's name and query modes,

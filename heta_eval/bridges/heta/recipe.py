@@ -30,9 +30,10 @@ from heta_eval.bridges.heta.tokenizer import encoding_names, offline_tokenizer
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.store import ObjectStore
+from heta_eval.protocols import BaseRecipe
 
 
-class HetaRecipe:
+class HetaRecipe(BaseRecipe):
     """A Heta Framework recipe that heta_eval's runner can evaluate (a `RecipeLike`).
 
     `stores`, `parsers` and `models` map Heta's component kinds (`objects`, `text_index`,

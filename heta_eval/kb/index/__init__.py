@@ -1,6 +1,7 @@
 """Search indexes over chunks and the fusion of their rankings.
 
-`base` holds the protocols every index follows (Hits, SearchIndex, IndexBuilder); `bm25`
+`base` holds the protocols every index follows (Hits, SearchIndex, IndexBuilder, Fusion) and
+the base classes with their defaults (BaseSearchIndex, BaseIndexBuilder); `bm25`
 the sparse index; `dense` the embedding index, with its `encoders` and `embedding_cache`;
 `fusion` the hybrid query modes.
 """
@@ -12,7 +13,14 @@ from typing import TYPE_CHECKING
 from heta_eval.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from heta_eval.kb.index.base import Hits, IndexBuilder, SearchIndex
+    from heta_eval.kb.index.base import (
+        BaseIndexBuilder,
+        BaseSearchIndex,
+        Fusion,
+        Hits,
+        IndexBuilder,
+        SearchIndex,
+    )
     from heta_eval.kb.index.bm25 import BM25Index
     from heta_eval.kb.index.dense import DenseIndex
     from heta_eval.kb.index.embedding_cache import EmbeddingCache
@@ -26,7 +34,14 @@ if TYPE_CHECKING:
 # Names are imported on first use (PEP 562): resolving the BM25 index does not load numpy
 # and the dense modules.
 _MODULES = {
-    "heta_eval.kb.index.base": ("Hits", "IndexBuilder", "SearchIndex"),
+    "heta_eval.kb.index.base": (
+        "BaseIndexBuilder",
+        "BaseSearchIndex",
+        "Fusion",
+        "Hits",
+        "IndexBuilder",
+        "SearchIndex",
+    ),
     "heta_eval.kb.index.bm25": ("BM25Index",),
     "heta_eval.kb.index.dense": ("DenseIndex",),
     "heta_eval.kb.index.embedding_cache": ("EmbeddingCache",),
@@ -41,9 +56,12 @@ __getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     "BM25Index",
+    "BaseIndexBuilder",
+    "BaseSearchIndex",
     "DenseIndex",
     "EmbeddingCache",
     "Encoder",
+    "Fusion",
     "Hits",
     "IndexBuilder",
     "OpenAIEmbeddingEncoder",

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import AfterValidator
 
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.index.base import Hits
+from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
 
 Bm25Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
 
@@ -72,7 +72,7 @@ def split_words(text: str) -> list[str]:
     return _WORDS(text)
 
 
-class BM25Index:
+class BM25Index(BaseIndexBuilder):
     """Builds a BM25 index over chunk texts with bm25s.
 
     Tokenisation follows bm25s: lower-cased `\\w\\w+` tokens, stopwords removed (`"en"`, a
@@ -194,12 +194,13 @@ class _Tokenized(NamedTuple):
     vocab: dict[str, int]
 
 
-class BuiltBM25Index:
+class BuiltBM25Index(BaseSearchIndex):
     """A queryable BM25 index; chunks that share no term with the query are not returned."""
 
     # Queries searched together get the hits, scores and tie order each gets alone: the
     # vocabulary is fixed, and bm25s scores and selects the top k of each query on its own.
     exact_in_batches = True
+    persistent = True
 
     def __init__(self, tokenizer, retriever, size: int) -> None:  # type: ignore[no-untyped-def]
         self._tokenizer = tokenizer

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.index.base import Hits
+from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
 from heta_eval.kb.index.embedding_cache import EmbeddingCache
 from heta_eval.kb.index.encoders import Encoder, missing_dependency
 from heta_eval.kb.index.ray_encoding import encode_on_ray, ray_settings
@@ -32,7 +32,7 @@ def _normalised(matrix: np.ndarray) -> np.ndarray:
     return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)
 
 
-class DenseIndex:
+class DenseIndex(BaseIndexBuilder):
     """Builds a dense index: chunk texts embedded by `encoder`, searched by cosine similarity.
 
     `encoder` is a `_target_` spec (or an encoder object). Up to `exact_max` chunks are
@@ -113,8 +113,10 @@ class DenseIndex:
         return BuiltDenseIndex(self, matrix, ids, graph_file=graph if graph.is_file() else None)
 
 
-class BuiltDenseIndex:
+class BuiltDenseIndex(BaseSearchIndex):
     """A queryable dense index: every chunk is a candidate (scores are cosine similarities)."""
+
+    persistent = True
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from heta_eval.kb.documents import Chunk
-from heta_eval.kb.index.base import Hits
+from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _TOKENS_FILE = "okapi_tokens.json"
@@ -29,7 +29,7 @@ def okapi_tokens(text: str) -> list[str]:
     return text.lower().translate(_PUNCTUATION).split()
 
 
-class OkapiBM25Index:
+class OkapiBM25Index(BaseIndexBuilder):
     """Builds an Okapi BM25 index (rank_bm25's `BM25Okapi` scoring) over chunk texts."""
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
@@ -51,8 +51,10 @@ class OkapiBM25Index:
         return BuiltOkapiIndex(tokens, self)
 
 
-class BuiltOkapiIndex:
+class BuiltOkapiIndex(BaseSearchIndex):
     """A queryable Okapi BM25 index over tokenised chunks."""
+
+    persistent = True
 
     def __init__(self, tokens: list[list[str]], settings: OkapiBM25Index) -> None:
         self._tokens = tokens

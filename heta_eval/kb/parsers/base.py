@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from heta_eval.kb.documents import ParsedSource, RawSource, Segment
 
@@ -16,6 +16,7 @@ class ParseError(ValueError):
     """A raw source whose bytes cannot be parsed; recorded as a document error."""
 
 
+@runtime_checkable
 class Parser(Protocol):
     """Turns one raw source into a ParsedSource."""
 
@@ -24,7 +25,7 @@ class Parser(Protocol):
 
 def not_a_parser(obj: object) -> str | None:
     """Why `obj` is not a Parser (None when it is one): what it is and what it lacks."""
-    if callable(getattr(obj, "parse", None)):
+    if isinstance(obj, Parser):
         return None
     return (
         f"{type(obj).__module__}.{type(obj).__qualname__} is not a parser: it has no "

@@ -16,6 +16,7 @@ from heta_eval.kb.replay.files import (
     ReplayInputError,
 )
 from heta_eval.kb.store import ObjectStore
+from heta_eval.protocols import BaseKnowledgeBase
 from heta_eval.records import (
     BenchmarkCase,
     BuildStep,
@@ -39,7 +40,7 @@ class ReplaySettings:
     component: str
 
 
-class ReplayKnowledgeBase:
+class ReplayKnowledgeBase(BaseKnowledgeBase):
     """The documents of one run unit and the replayed files; nothing is indexed.
 
     A retrieved item's text is its `text` in the file; else, with both files given, the

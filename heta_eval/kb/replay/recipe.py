@@ -31,6 +31,7 @@ from heta_eval.kb.replay.files import (
 )
 from heta_eval.kb.replay.knowledge_base import ReplayKnowledgeBase, ReplaySettings
 from heta_eval.kb.store import ObjectStore
+from heta_eval.protocols import BaseRecipe
 from heta_eval.records import BenchmarkContents
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
 
@@ -45,7 +46,7 @@ def _as_plain(value: Any) -> Any:
     return value
 
 
-class ReplayRecipe(Record):
+class ReplayRecipe(Record, BaseRecipe):
     """Scores outputs produced elsewhere: a TREC run (`run`), predictions (`predictions`).
 
     `query_mode` names the one query mode of the run (`replay`); `parser` reads a document's

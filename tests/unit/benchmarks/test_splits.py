@@ -101,6 +101,15 @@ def test_held_out_parts_keep_each_units_cases_in_that_unit(tmp_path: Path) -> No
         assert all(unit_of[c] == u.unit_id for u in part_units for c in u.case_ids)
 
 
+def test_held_out_parts_keep_the_benchmarks_conventions_and_fetching_policy() -> None:
+    bench = SampleBenchmark()
+    bench.allow_private_urls = frozenset({"docs.internal"})
+    view = tuning_view(bench, TuningSettings(part="test"))
+    assert isinstance(view, HeldOutCases)
+    assert view.allow_private_urls == frozenset({"docs.internal"})
+    assert (view.slice_by, view.default_top_k) == (bench.slice_by, bench.default_top_k)
+
+
 def test_tuning_part_sizes() -> None:
     ids = [f"q{i}" for i in range(10)]
     assert len(tuning_part(ids, 0.5, 0)) == 5

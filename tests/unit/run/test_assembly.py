@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.config.resolve import ConfigError
 from heta_eval.kb import KnowledgeRecipe
-from heta_eval.kb.protocols import RecipeLike
+from heta_eval.protocols import RecipeLike
 from heta_eval.run.assembly import assemble, config_hash
 from heta_eval.tracking import MlflowTracker, NullTracker
 from tests.conftest import REPO
@@ -144,6 +144,16 @@ def test_evaluator_groups_extend_or_replace(composer) -> None:
         ),
         (["benchmark.shape=pyramid"], "shape must be 'corpus' or 'units'"),
         (["+evaluator.typo=1"], "evaluator: unknown keys ['typo']"),
+        (
+            ["recipe.reranker={_target_:heta_eval.kb.ExtractiveAnswerer}"],
+            "recipe.reranker: heta_eval.kb.answering.ExtractiveAnswerer lacks ['rerank'] of the "
+            "protocol it must follow (heta_eval.kb.rerank.Reranker; subclass "
+            "heta_eval.kb.rerank.BaseReranker for the defaults)",
+        ),
+        (
+            ["tracking=none", "tracking._target_=heta_eval.benchmarks.SampleBenchmark"],
+            "tracking: heta_eval.benchmarks.sample.SampleBenchmark lacks ['connect', ",
+        ),
     ],
 )
 def test_bad_configs_name_the_key(composer, overrides: list[str], message: str) -> None:
