@@ -22,7 +22,7 @@ from heta_eval.benchmarks import SampleBenchmark, UdaBenchmark  # noqa: E402
 from heta_eval.kb import KnowledgeRecipe  # noqa: E402
 from heta_eval.progress import ProgressReporter  # noqa: E402
 from heta_eval.records import EvaluationReport  # noqa: E402
-from heta_eval.run.ray_units import RayExecutorError, check_shared_paths  # noqa: E402
+from heta_eval.run.settings import RayExecutorError, check_shared_paths  # noqa: E402
 
 from .conftest import SHARED, CliRunner, job_logs, load_recipe, local_ray_cluster  # noqa: E402
 

@@ -49,9 +49,9 @@ from heta_eval.protocols import (
     missing_members,
 )
 from heta_eval.run.journal import CaseJournal
-from heta_eval.run.ray_units import RayExecutorError, check_ray_settings
+from heta_eval.run.ray_units import check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
-from heta_eval.run.settings import RunnerSettings, cap_workers, resolve_top_k
+from heta_eval.run.settings import RayExecutorError, RunnerSettings, cap_workers, resolve_top_k
 from heta_eval.run.shards import ShardingError, check_shard_settings
 
 log = logging.getLogger(__name__)

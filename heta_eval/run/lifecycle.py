@@ -227,7 +227,7 @@ class RunLifecycle:
         tracking run ended, the completion recorded (`state`; None: a reused result,
         recorded before), then the failure rate checked."""
         from heta_eval.records import TrackingRef
-        from heta_eval.run.artifacts import write_run_artifacts
+        from heta_eval.reporting.run_directory import write_run_artifacts
         from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
 
         tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)

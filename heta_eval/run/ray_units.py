@@ -20,9 +20,12 @@ from typing import Any
 
 from heta_eval.kb import RawSource
 from heta_eval.run.journal import CaseKey
-from heta_eval.run.ray_paths import RayExecutorError as RayExecutorError
-from heta_eval.run.ray_paths import check_shared_paths, is_remote
-from heta_eval.run.settings import RunnerSettings
+from heta_eval.run.settings import (
+    RayExecutorError,
+    RunnerSettings,
+    check_shared_paths,
+    is_remote,
+)
 from heta_eval.run.units import UnitEvaluator, UnitOutcome, UnitPlan, run_unit_in_worker
 
 log = logging.getLogger(__name__)

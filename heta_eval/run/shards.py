@@ -154,7 +154,7 @@ def ray_for_shards(settings: RunnerSettings) -> Iterator[None]:
         return
     import ray
 
-    from heta_eval.run.ray_paths import check_shared_paths, is_remote
+    from heta_eval.run.settings import check_shared_paths, is_remote
 
     check_shared_paths(settings)
     started = False
