@@ -97,6 +97,11 @@ class PreparedBenchmark(Record):
     metadata: JsonDict = Field(default_factory=dict)
 
 
+# A document given as pre-split segments (JSON), each with its provenance: what an adapter
+# yields when the benchmark ships its documents already parsed (UDA's tables and pages).
+SEGMENTS_MEDIA_TYPE = "application/vnd.heta.segments+json"
+
+
 class BenchmarkDocument(Record):
     """One raw document; exactly one of `data`, `path` and `source_uri` carries its bytes."""
 

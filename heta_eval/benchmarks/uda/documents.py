@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE
 from heta_eval.records import BenchmarkDocument
+from heta_eval.records.benchmark import SEGMENTS_MEDIA_TYPE
 
 MEDIA_TYPES = {
     ".pdf": "application/pdf",

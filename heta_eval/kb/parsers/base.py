@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from heta_eval.kb.documents import ParsedSource, RawSource, Segment
+from heta_eval.records.benchmark import SEGMENTS_MEDIA_TYPE as SEGMENTS_MEDIA_TYPE
 
-SEGMENTS_MEDIA_TYPE = "application/vnd.heta.segments+json"
 """Pre-segmented text: `{"segments": [{"text": "...", "locator": {...}}, ...]}`."""
 
 
