@@ -8,8 +8,15 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 
+from heta_eval.benchmarks.archives import extract_archive
+from heta_eval.benchmarks.download import (
+    ChecksumMismatchError,
+    fetch_resource,
+    sha256_file,
+)
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError, iter_jsonl
 from heta_eval.evaluators import MAPAtK, MRRAtK, NDCGAtK, PrecisionAtK, RecallAtK
+from heta_eval.json_cache import cache_dir
 from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
 from heta_eval.records import (
     BenchmarkCase,
@@ -171,7 +178,6 @@ class BeirBenchmark(BenchmarkAdapter):
         """The dataset's directory when it is on disk (`data_root`, or an earlier download)."""
         if self.data_root is not None:
             return self.data_root
-        from heta_eval.json_cache import cache_dir
 
         extracted = cache_dir(self.cache_dir) / "beir" / self.dataset.replace("/", "-")
         nested = extracted / Path(self.dataset).name
@@ -204,7 +210,6 @@ class BeirBenchmark(BenchmarkAdapter):
         return other
 
     def _verify_members(self, root: Path) -> None:
-        from heta_eval.benchmarks.download import ChecksumMismatchError, sha256_file
 
         for member, expected in KNOWN_MEMBER_SHA256.get(self.dataset, {}).items():
             path = root / member
@@ -222,8 +227,6 @@ class BeirBenchmark(BenchmarkAdapter):
         `fresh` download is checked too (the BEIR layout, the members whose sha256 is
         known); when it fails that, no `target` is left."""
         import shutil
-
-        from heta_eval.benchmarks.archives import extract_archive
 
         extracted = extract_archive(archive, target)
         nested = extracted / Path(self.dataset).name
@@ -250,8 +253,6 @@ class BeirBenchmark(BenchmarkAdapter):
         if self.data_root is not None:
             root = self.data_root
         else:
-            from heta_eval.benchmarks.download import cache_dir, fetch_resource
-
             base = cache_dir(self.cache_dir) / "beir"
             target = base / self.dataset.replace("/", "-")
             (resource,) = self.resources()

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from heta_eval.benchmarks.download import cache_dir, fetch_resource
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.evaluators import AllEvidenceAtK, AnswerContains, EvidenceMatcher, EvidenceRecallAtK
 from heta_eval.protocols import BenchmarkAdapter, BenchmarkEvaluatorProtocol
@@ -268,7 +269,6 @@ class MultiHopRagBenchmark(BenchmarkAdapter):
             root = self.data_root.resolve()
         else:
             # Imported here so that reading local files never needs the download machinery.
-            from heta_eval.benchmarks.download import cache_dir, fetch_resource
 
             root = cache_dir() / "multihop_rag"
             files = {r.name: fetch_resource(r, root, offline=workspace.offline) for r in resources}

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from heta_eval.bridges import heta
+
 if TYPE_CHECKING:
     from heta_eval.bridges.heta import HetaKnowledgeBase, HetaRecipe
 
@@ -15,7 +17,5 @@ __all__ = ["HetaKnowledgeBase", "HetaRecipe"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from heta_eval.bridges import heta
-
         return getattr(heta, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

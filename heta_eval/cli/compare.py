@@ -10,9 +10,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from heta_eval.compare.loading import REPORT_FILE, CompareError, LoadedRun, load_reports
+from heta_eval.compare.loading import (
+    REPORT_FILE,
+    CompareError,
+    LoadedRun,
+    default_tracking_uri,
+    load_reports,
+)
 from heta_eval.compare.paired import DEFAULT_MIN_OVERLAP, compare_reports
 from heta_eval.compare.render import rich_table, write_outputs
+from heta_eval.compare.suite_render import rich_suite, write_suite_outputs
+from heta_eval.compare.suites import compare_suites, is_suite_comparison
 
 PROG = "heta-eval-compare"
 
@@ -108,8 +116,6 @@ def _default_out() -> Path:
 def _log_to_sweeps(runs: list[LoadedRun], paths: dict[str, Path], uri: str | None) -> list[str]:
     from mlflow import MlflowClient
 
-    from heta_eval.compare.loading import default_tracking_uri
-
     sweeps = {r.sweep_run_id: r.tracking_uri for r in runs if r.sweep_run_id}
     for sweep, found_in in sweeps.items():
         # The store the sweep's runs were read from (found among the known stores if need be).
@@ -135,7 +141,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if not metrics:
             raise CompareError("--metrics names no metric")
     runs = load_reports(args.runs, tracking_uri=args.tracking_uri)
-    from heta_eval.compare.suites import is_suite_comparison
 
     if is_suite_comparison(runs):
         return _run_suite(args, runs, baseline, metrics, console)
@@ -177,8 +182,6 @@ def _run_suite(
     console: Console,
 ) -> int:
     """Suite sweeps: compare per member, then the macro average (compare.suites)."""
-    from heta_eval.compare.suite_render import rich_suite, write_suite_outputs
-    from heta_eval.compare.suites import compare_suites
 
     comparison = compare_suites(
         runs,
@@ -192,8 +195,6 @@ def _run_suite(
     console.print(f"outputs: {out} (suite_comparison.md, one directory per member)", soft_wrap=True)
     if args.log_to_mlflow is not False:
         from mlflow import MlflowClient
-
-        from heta_eval.compare.loading import default_tracking_uri
 
         client = MlflowClient(tracking_uri=args.tracking_uri or default_tracking_uri())
         for sweep in dict.fromkeys(r.sweep_run_id for r in runs if r.sweep_run_id):

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting.data import knowledge_base_counts
+from heta_eval.run.failures import failure_reasons, skipped_reasons
 
 
 def summary_table(report: EvaluationReport, job: str | None = None) -> Table:
@@ -116,7 +117,6 @@ def print_summary(report: EvaluationReport, job: str | None = None) -> None:
 def print_reasons(console: Console, report: EvaluationReport) -> None:
     """Why case results failed and why metrics without any score were skipped, most
     frequent first, with counts."""
-    from heta_eval.run.failures import failure_reasons, skipped_reasons
 
     reasons = failure_reasons(report)
     if reasons:

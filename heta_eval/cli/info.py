@@ -31,6 +31,10 @@ from typing import Any
 
 import yaml
 
+from heta_eval import __version__
+from heta_eval.config import config_dir
+from heta_eval.run.settings import RunnerSettings
+
 GROUPS = (
     "benchmark",
     "recipe",
@@ -216,7 +220,6 @@ def _defaults(config_dir: Path) -> dict[str, str]:
 
 def _runner_settings(path: Path) -> list[tuple[str, str]]:
     """`runner.KEY` with its inline comment, for each key of the runner's YAML."""
-    from heta_eval.run.settings import RunnerSettings
 
     fields = RunnerSettings.model_fields
     rows = []
@@ -313,8 +316,6 @@ def collect(
 
 def render(config_dir: Path, overrides: Sequence[str] = ()) -> str:
     """The text `heta-eval-info` prints."""
-    from heta_eval import __version__
-
     folders = config_folders(config_dir, overrides)
     defaults = _defaults(config_dir)
     options = collect(config_dir, folders)
@@ -397,8 +398,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     search path or override that cannot be read."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
-
-    from heta_eval.config import config_dir
 
     args = _parser().parse_args(argv)
     try:

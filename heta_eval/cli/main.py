@@ -10,10 +10,25 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.benchmarks.download import DownloadError
+from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+from heta_eval.cli.console import print_summary
 from heta_eval.cli.hydra_errors import WRITE_ERRORS, describe_write_error, guard_hydra
+from heta_eval.cli.log_files import quiet_failing_log_files
+from heta_eval.cli.run_dir import discard_unused_run_dir
 from heta_eval.cli.signals import exit_status, stop_on_sigterm
 from heta_eval.config import config_dir
+from heta_eval.config.hydra_outputs import scrub_hydra_outputs
+from heta_eval.config.resolve import ConfigError
 from heta_eval.config.resolvers import register as register_resolvers
+from heta_eval.config.secrets import mask_override
+from heta_eval.results.sweep_ids import parent_run_id, read_sweep_id, read_swept_keys, swept_first
+from heta_eval.run.assembly import assemble
+from heta_eval.run.failures import FailureRateExceededError
+from heta_eval.run.lifecycle import evaluate
+from heta_eval.run.plan import dry_run
+from heta_eval.run.runner import BenchmarkError
+from heta_eval.tracking.naming import evaluated_overrides, is_location, plain_override
 
 register_resolvers()  # the suites' ${heta_join:...} and ${heta_beir_datasets:...}
 
@@ -30,18 +45,6 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from heta_eval.cli.console import print_summary
-    from heta_eval.cli.log_files import quiet_failing_log_files
-    from heta_eval.config.hydra_outputs import scrub_hydra_outputs
-    from heta_eval.results.sweep_ids import (
-        parent_run_id,
-        read_sweep_id,
-        read_swept_keys,
-        swept_first,
-    )
-    from heta_eval.run.assembly import assemble
-    from heta_eval.run.lifecycle import evaluate
-
     quiet_failing_log_files()  # Hydra has set up the job's log file by now
     hydra_cfg = HydraConfig.get() if HydraConfig.initialized() else None
     if hydra_cfg is not None:
@@ -50,8 +53,6 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
         check_search_objective(cfg, hydra_cfg)
     components = assemble(cfg)
     if components.settings.dry_run:
-        from heta_eval.run.plan import dry_run
-
         dry_run(components)
         return None
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -75,9 +76,6 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
     )
     job = None
     if job_num is not None:
-        from heta_eval.config.secrets import mask_override
-        from heta_eval.tracking.naming import evaluated_overrides, is_location, plain_override
-
         kept = [
             plain_override(o)
             for o in evaluated_overrides(overrides)
@@ -92,7 +90,6 @@ def run(cfg: DictConfig) -> EvaluationReport | None:
 
 def check_search_objective(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """A search sweeper (Optuna) needs `optimized_metric`; refuse before the first trial."""
-    from heta_eval.config.resolve import ConfigError
 
     target = str(OmegaConf.select(hydra_cfg, "sweeper._target_", default="") or "")
     if "optuna" in target.lower() and not cfg.get("optimized_metric"):
@@ -108,8 +105,6 @@ def objective(report: EvaluationReport | None, metric: str | None) -> float | No
     if not metric or report is None:
         return None
     if metric not in report.score_summary:
-        from heta_eval.config.resolve import ConfigError
-
         raise ConfigError(
             f"optimized_metric: {metric!r} is not in the score summary; "
             f"available: {sorted(report.score_summary)}"
@@ -121,12 +116,6 @@ def objective(report: EvaluationReport | None, metric: str | None) -> float | No
 def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-
-    from heta_eval.benchmarks.download import DownloadError
-    from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
-    from heta_eval.config.resolve import ConfigError
-    from heta_eval.run.failures import FailureRateExceededError
-    from heta_eval.run.runner import BenchmarkError
 
     try:
         return objective(run(cfg), cfg.get("optimized_metric"))
@@ -147,8 +136,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         sys.exit(1)
     except FailureRateExceededError as exc:
         if exc.report is not None and HydraConfig.get().mode != RunMode.MULTIRUN:
-            from heta_eval.cli.console import print_summary
-
             print_summary(exc.report)
         print(f"heta-eval: {exc}", file=sys.stderr)
         if HydraConfig.get().mode == RunMode.MULTIRUN:
@@ -166,8 +153,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 def _discard_run_dir(cfg: DictConfig) -> None:
     """A run refused before it began: no run directory, no empty log (`cli.run_dir`)."""
     from hydra.core.hydra_config import HydraConfig
-
-    from heta_eval.cli.run_dir import discard_unused_run_dir
 
     try:
         root = OmegaConf.select(cfg, "paths.root", default=None)

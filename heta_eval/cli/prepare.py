@@ -13,6 +13,7 @@ from rich.console import Console
 from heta_eval.async_run import run_sync
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
+from heta_eval.config import config_dir
 from heta_eval.config.resolve import ConfigError
 from heta_eval.records import BenchmarkWorkspace
 from heta_eval.run.assembly import create_component
@@ -22,8 +23,6 @@ def _compose(overrides: list[str]) -> Any:
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    from heta_eval.config import config_dir
-
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
     cfg.hydra.runtime.cwd = str(Path.cwd())
@@ -32,7 +31,6 @@ def _compose(overrides: list[str]) -> Any:
 
 
 def _benchmark_options() -> list[str]:
-    from heta_eval.config import config_dir
 
     return sorted(p.stem for p in (config_dir() / "benchmark").glob("*.yaml"))
 

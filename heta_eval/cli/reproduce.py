@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from heta_eval.sweep.reproduce import MatrixRow, read_suite, run_matrix, suite_names
+
 PROG = "heta-eval-reproduce"
 DATA_ENV = "HETA_EVAL_DATA_ROOT"
 COLUMNS = ("suite", "member", "recipe", "metric", "published", "ours", "Δ", "✓", "source")
@@ -44,7 +46,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cells(row: object) -> list[str]:
-    from heta_eval.sweep.reproduce import MatrixRow
 
     assert isinstance(row, MatrixRow)
     ref = row.reference
@@ -85,8 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
-
-    from heta_eval.sweep.reproduce import read_suite, run_matrix, suite_names
 
     try:
         names = args.suite or suite_names()

@@ -15,6 +15,8 @@ from heta_eval.results.runs_frame import (
     write_frame,
 )
 from heta_eval.results.runs_table import print_runs
+from heta_eval.results.suite_frame import SuiteTableError, load_suite, table_frame
+from heta_eval.results.suite_render import print_suite_table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,8 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_suite(args: argparse.Namespace) -> int:
-    from heta_eval.results.suite_frame import SuiteTableError, load_suite, table_frame
-    from heta_eval.results.suite_render import print_suite_table
 
     try:
         table, parent = load_suite(

@@ -19,6 +19,7 @@ from heta_eval.config.secrets import mask_override
 from heta_eval.records import EvaluationReport
 from heta_eval.tracking.http_bounds import bound_http_requests, is_missing, unreachable
 from heta_eval.tracking.naming import flat_params
+from heta_eval.tracking.stores import known_stores, store_exists
 
 REPORT_FILE = "report.json"
 CONFIG_FILE = "config.resolved.yaml"
@@ -250,7 +251,6 @@ def _find_run(run_id: str, tracking_uri: str | None) -> tuple[_MlflowSource, Any
         except CompareError:
             source.close()
             raise
-    from heta_eval.tracking.stores import known_stores, store_exists
 
     first = default_tracking_uri()
     looked: list[str] = []

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from heta_eval.compare.paired import MCNEMAR, RANDOMIZATION, Comparison, PairTest, RunMean
+from heta_eval.compare.plots import metric_plot
 from heta_eval.compare.power_table import POWER_COLUMNS, power_guide, power_rows
 
 OUTPUT_FILES = {"markdown": "comparison.md", "html": "comparison.html", "json": "comparison.json"}
@@ -318,7 +319,6 @@ def _html_table(
 
 def to_html(comparison: Comparison) -> str:
     """A self-contained page: pairing, means, tests, runs, the guide and a plot per metric."""
-    from heta_eval.compare.plots import metric_plot
 
     esc = html.escape
     pairing = "".join(f"<li>{esc(line)}</li>" for line in pairing_lines(comparison))

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from heta_eval.compare.loading import CompareError, LoadedRun, label_runs
-from heta_eval.compare.paired import Comparison, compare_reports
+from heta_eval.compare.paired import Comparison, compare_reports, holm
 from heta_eval.compare.power import Power, normal_power
 
 MEMBER_KEY_PARAM = "suite.member_key"
@@ -150,7 +150,6 @@ def _macro(members: dict[str, Comparison], alpha: float) -> list[MacroTest]:
                 collected.setdefault(key, []).append(
                     (member, test.difference, p.sd**2 / test.paired, test.paired)
                 )
-    from heta_eval.compare.paired import holm
 
     tests = []
     z = float(norm.ppf(0.975))

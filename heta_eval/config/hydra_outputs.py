@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from heta_eval.config.resolve import resolve_config
 from heta_eval.config.secrets import (
     env_secret_values,
     interpolated_env_values,
@@ -50,7 +51,6 @@ def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., 
 def config_secrets(cfg: Any, overrides: Iterable[str]) -> set[str]:
     """Secret values of a composed config (resolved, with its `${oc.env:...}` values), of
     the command line's overrides, and of secret-named environment variables."""
-    from heta_eval.config.resolve import resolve_config
 
     found = env_secret_values()
     for override in overrides:

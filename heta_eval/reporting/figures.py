@@ -23,7 +23,7 @@ _PLACEHOLDER = re.compile(r"<!--heta-figure:(\d+)-->")
 
 def draw(spec: Spec) -> bytes:
     """The PNG of one figure spec."""
-    from heta_eval.reporting import plots
+    from heta_eval.reporting import plots  # matplotlib: imported when a figure is drawn
 
     kind = spec["kind"]
     if kind == "summary":

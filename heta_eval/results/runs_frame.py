@@ -21,9 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from heta_eval.results.suite_frame import load_suite_table
 from heta_eval.results.sweep_ids import KIND_TAG, SWEEP_ID_FILE, SWEEP_ID_TAG, SWEEP_KIND
 from heta_eval.results.sweep_rows import OVERRIDES_TAG
 from heta_eval.tracking.http_bounds import bound_http_requests, unreachable
+from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+from heta_eval.tracking.naming import is_location
+from heta_eval.tracking.stores import known_stores
 
 RUN_COLUMNS = ("run_id", "run_name", "status", "start_time", "end_time", "experiment_id")
 PAGE = 1000
@@ -45,9 +49,6 @@ def resolve_tracking_uri(
     the user) and no `./outputs/mlflow.db`, the store heta-eval wrote to last
     (`tracking.stores`), said on stderr."""
     import sys
-
-    from heta_eval.tracking.mlflow_tracker import default_tracking_uri
-    from heta_eval.tracking.stores import known_stores
 
     if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"):
         return str(tracking_uri or os.environ["MLFLOW_TRACKING_URI"])
@@ -133,8 +134,6 @@ def load_runs(
     (`suite_frame.table_frame`).
     """
     if suite is not None:
-        from heta_eval.results.suite_frame import load_suite_table
-
         return load_suite_table(
             suite or None, experiment=experiment, tracking_uri=tracking_uri, root=root
         )
@@ -252,7 +251,6 @@ def default_columns(frame: Any) -> list[str]:
 
 def _is_location_column(frame: Any, column: str) -> bool:
     """A param saying where something is (`benchmark.data_root`, a path or URI value)."""
-    from heta_eval.tracking.naming import is_location
 
     key = column.removeprefix("params.")
     values = frame[column].dropna().astype(str)

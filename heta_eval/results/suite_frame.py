@@ -14,6 +14,9 @@ from typing import Any
 from heta_eval.records.suite import SuiteDefinition, SuiteReference
 from heta_eval.results.suite_render import MACRO, SUITE_FILES
 from heta_eval.results.suite_table import SUITE_TAG, Cell, ReferenceRow, SuiteTable
+from heta_eval.results.sweep_ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND, read_sweep_id
+from heta_eval.tracking.http_bounds import bound_http_requests
+from heta_eval.tracking.mlflow_tracker import default_tracking_uri
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -25,7 +28,6 @@ class SuiteTableError(Exception):
 def _tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str:
     """The URI given, else MLFLOW_TRACKING_URI, else the store `{root}/mlflow.db` (as
     `heta-eval-runs` finds it; the store must exist)."""
-    from heta_eval.tracking.mlflow_tracker import default_tracking_uri
 
     if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"):
         return str(tracking_uri or os.environ["MLFLOW_TRACKING_URI"])
@@ -39,7 +41,6 @@ def _tracking_uri(tracking_uri: str | None, root: str | os.PathLike[str]) -> str
 
 def _sweep_id(which: str) -> str:
     """A sweep id, or the one a sweep directory holds."""
-    from heta_eval.results.sweep_ids import read_sweep_id
 
     path = Path(which).expanduser()
     return (read_sweep_id(path) or which) if path.is_dir() else which
@@ -48,7 +49,6 @@ def _sweep_id(which: str) -> str:
 def find_suite_parent(client: Any, experiment_id: str, which: str | None) -> Any:
     """The parent run of a suite sweep: `which` is its run id, its sweep id or directory, or
     a suite name (its latest sweep); None: the latest suite sweep of the experiment."""
-    from heta_eval.results.sweep_ids import KIND_TAG, SWEEP_ID_TAG, SWEEP_KIND
 
     if which and _RUN_ID.match(which):
         return client.get_run(which)
@@ -162,8 +162,6 @@ def load_suite(
 ) -> tuple[SuiteTable, str]:
     """The table of a suite sweep (see `find_suite_parent` for `which`) and its parent id."""
     from mlflow import MlflowClient
-
-    from heta_eval.tracking.http_bounds import bound_http_requests
 
     uri = _tracking_uri(tracking_uri, root)
     bound_http_requests(uri)

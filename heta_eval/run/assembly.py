@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import DictConfig
 from pydantic import ValidationError
 
+from heta_eval.benchmarks.splits import TuningSettings, tuning_view
 from heta_eval.config.components import (
     ComponentError,
     check_argument_types,
@@ -48,6 +49,7 @@ from heta_eval.protocols import (
     Tracker,
     missing_members,
 )
+from heta_eval.records.suite import suite_from_config
 from heta_eval.run.journal import CaseJournal
 from heta_eval.run.ray_units import check_ray_settings
 from heta_eval.run.runner import BenchmarkError, BenchmarkRunner, check_run_arguments
@@ -265,7 +267,6 @@ def check_combinations(
 
 def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
     """The tuning or test part of the benchmark (`tuning`, set by hyperparameter searches)."""
-    from heta_eval.benchmarks.splits import TuningSettings, tuning_view
 
     try:
         return tuning_view(benchmark, TuningSettings.model_validate(spec))
@@ -283,8 +284,6 @@ def assemble(cfg: DictConfig) -> RunComponents:
     if absent:
         raise ConfigError(f"config groups without a selection: {absent}")
     if resolved.get("suite") is not None:
-        from heta_eval.records.suite import suite_from_config
-
         try:
             suite_from_config(resolved["suite"])
         except ValueError as exc:

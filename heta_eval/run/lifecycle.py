@@ -35,7 +35,18 @@ from typing import TYPE_CHECKING
 
 from heta_eval import __version__
 from heta_eval.async_run import run_sync
+from heta_eval.code_identity import git_commit
+from heta_eval.config.compose import compose_config
+from heta_eval.config.secrets import mask_override
+from heta_eval.records import ReusedFrom, TrackingRef
+from heta_eval.reporting.run_directory import write_run_artifacts
+from heta_eval.run.assembly import assemble
+from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
+from heta_eval.run.identity import components_code_digest, run_identity
+from heta_eval.run.state import RunState, configuration_lock
 from heta_eval.run.units import heap_frozen
+from heta_eval.tracking.naming import plain_override
+from heta_eval.tracking.naming import run_name as short_name
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -79,14 +90,9 @@ def evaluate(
     config and `FailureRateExceededError` (after writing and tracking the report) when
     more case results failed than `runner.max_failure_rate` allows.
     """
-    from heta_eval.config.secrets import mask_override
-    from heta_eval.run.assembly import assemble
-    from heta_eval.tracking.naming import plain_override
 
     if components is None:
         if config is None:
-            from heta_eval.config.compose import compose_config
-
             config = compose_config(overrides)
         components = assemble(config)
     # They become tags and the run name: secrets masked, Hydra's escapes gone.
@@ -130,8 +136,6 @@ class RunLifecycle:
 
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
-        from heta_eval.run.identity import components_code_digest, run_identity
-        from heta_eval.run.state import RunState, configuration_lock
 
         self.began = time.time()
         connecting = threading.Thread(
@@ -187,7 +191,6 @@ class RunLifecycle:
 
     def _reuse(self, marker: CompletionMarker, previous: EvaluationReport) -> EvaluationReport:
         """The same identity finished before: the same result, tracked as a run of its own."""
-        from heta_eval.records import ReusedFrom
 
         source = ReusedFrom(
             report_id=marker.report_id,
@@ -226,9 +229,6 @@ class RunLifecycle:
         """The end of every run: the run directory written, projected into MLflow and the
         tracking run ended, the completion recorded (`state`; None: a reused result,
         recorded before), then the failure rate checked."""
-        from heta_eval.records import TrackingRef
-        from heta_eval.reporting.run_directory import write_run_artifacts
-        from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
 
         tracking = TrackingRef(uri=self.tracker.uri, run_id=self.tracker.run_id)
         report = report.model_copy(
@@ -256,7 +256,6 @@ class RunLifecycle:
         )
 
     def _start_tracking(self, extra_tags: Mapping[str, str] | None = None) -> None:
-        from heta_eval.tracking.naming import run_name as short_name
 
         manifest = self.components.benchmark.manifest
         run_name = short_name(
@@ -273,7 +272,6 @@ class RunLifecycle:
         )
 
     def _tags(self) -> dict[str, str]:
-        from heta_eval.code_identity import git_commit
 
         components = self.components
         manifest = components.benchmark.manifest

@@ -38,6 +38,7 @@ from heta_eval.run.documents import DocumentKeys, DocumentStorage, document_coun
 from heta_eval.run.failures import fail_cases_with_lost_evidence
 from heta_eval.run.identity import DataDigest
 from heta_eval.run.journal import CaseJournal, CaseKey, case_key
+from heta_eval.run.ray_units import run_units_on_ray
 from heta_eval.run.settings import RunnerSettings, resolve_top_k
 from heta_eval.run.shards import ShardPlan, check_shard_settings, ray_for_shards, sharded
 from heta_eval.run.units import (
@@ -243,8 +244,6 @@ class BenchmarkRunner:
                 )
         jobs = [(plan, unit_sources(plan, keys)) for plan in plans]
         if self.settings.executor == "ray":
-            from heta_eval.run.ray_units import run_units_on_ray
-
             return await run_units_on_ray(evaluator, jobs, kb_name, done, self.settings, collect)
         if self.settings.workers <= 1 or len(plans) <= 1:
             return await self._run_units_here(

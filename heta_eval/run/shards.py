@@ -25,7 +25,7 @@ from heta_eval.kb.sharded import CorpusShard, ShardedKnowledgeBase, check_sharda
 from heta_eval.kb.store import ObjectStore
 from heta_eval.progress import NO_PROGRESS, StageReporter
 from heta_eval.protocols import BuildPlan, RecipeLike
-from heta_eval.run.settings import RunnerSettings
+from heta_eval.run.settings import RunnerSettings, check_shared_paths, is_remote
 
 # A private cluster's object store: the shards' statistics and results pass through it.
 SHARDS_OBJECT_STORE_BYTES = 256 * 1024 * 1024
@@ -153,8 +153,6 @@ def ray_for_shards(settings: RunnerSettings) -> Iterator[None]:
         yield
         return
     import ray
-
-    from heta_eval.run.settings import check_shared_paths, is_remote
 
     check_shared_paths(settings)
     started = False

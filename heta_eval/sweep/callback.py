@@ -38,6 +38,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.code_identity import git_commit
 from heta_eval.config.secrets import mask_override
 from heta_eval.results.suite_table import SUITE_TAG
 from heta_eval.results.sweep_ids import KIND_TAG as KIND_TAG
@@ -125,7 +126,6 @@ class MlflowSweepCallback(Callback):
         self._suite = sweep_suite(config)
         if self._suite is not None:
             tags[SUITE_TAG] = self._suite.name
-        from heta_eval.code_identity import git_commit
 
         commit = git_commit()
         if commit:

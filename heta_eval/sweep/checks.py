@@ -18,6 +18,10 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
+from heta_eval.config.resolve import ConfigError
+from heta_eval.records.suite import suite_from_config
+from heta_eval.run.assembly import assemble
+
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 
@@ -44,9 +48,6 @@ def check_sweep(config: DictConfig) -> None:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from heta_eval.config.resolve import ConfigError
-    from heta_eval.run.assembly import assemble
 
     loader = GlobalHydra.instance().config_loader()
     parser = OverridesParser.create()
@@ -91,7 +92,6 @@ def _suite_jobs(config: DictConfig) -> list[list[str]]:
             for key in suite:
                 if OmegaConf.is_missing(suite, key):
                     raise ValueError(f"suite.{key}: a value is required (set suite.{key}=...)")
-            from heta_eval.records.suite import suite_from_config
 
             suite_from_config(OmegaConf.to_container(suite, resolve=True))
         return sweep_jobs(config)
@@ -110,9 +110,6 @@ def check_search(config: DictConfig) -> None:
     from (the command line's overrides, the search space at its defaults), `optimized_metric`
     against the scores the run produces included; exit 2 before the first trial."""
     from hydra.core.hydra_config import HydraConfig
-
-    from heta_eval.config.resolve import ConfigError
-    from heta_eval.run.assembly import assemble
 
     hydra_config = HydraConfig.instance()
     sweep_config = hydra_config.cfg

@@ -10,8 +10,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.config.components import instantiate
 from heta_eval.config.hydra_outputs import config_secrets, scrub_logs
 from heta_eval.config.secrets import mask_override
+from heta_eval.records.suite import suite_from_config
 from heta_eval.results.sweep_ids import (
     KIND_TAG,
     SWEEP_ID_TAG,
@@ -19,7 +21,8 @@ from heta_eval.results.sweep_ids import (
     split_override,
     sweep_id,
 )
-from heta_eval.tracking.naming import metric_name, plain_override
+from heta_eval.tracking.mlflow_tracker import MlflowTracker
+from heta_eval.tracking.naming import MAX_RUN_NAME, metric_name, plain_override, short_overrides
 
 ParentFields = tuple[str, set[str], list[str], dict[str, str], dict[str, str]]
 
@@ -57,7 +60,6 @@ def parent_fields(config: DictConfig, sweep_dir: Path, config_name: str | None) 
 def parent_name(tags: Mapping[str, str], overrides: Sequence[str], swept: set[str]) -> str:
     """The sweep's parent run named by what it sweeps: `sweep sample/bm25 chunk_size=null,128`
     (`*` for a benchmark or recipe the sweep varies; locations left out)."""
-    from heta_eval.tracking.naming import MAX_RUN_NAME, short_overrides
 
     benchmark = tags.get("benchmark.name") or "*"
     recipe = tags.get("recipe.name") or "*"
@@ -91,9 +93,6 @@ def mlflow_tracker(config: DictConfig) -> Any:
     """The sweep's MlflowTracker (for its parent run); None when it tracks otherwise."""
     from hydra.core.hydra_config import HydraConfig
 
-    from heta_eval.config.components import instantiate
-    from heta_eval.tracking.mlflow_tracker import MlflowTracker
-
     # Callbacks run before Hydra sets its config for the jobs; `${hydra:...}` needs it.
     HydraConfig.instance().set_config(config)
     spec = OmegaConf.to_container(config.tracking, resolve=True)
@@ -105,7 +104,6 @@ def mlflow_tracker(config: DictConfig) -> Any:
 
 def suite(config: DictConfig) -> Any:
     """The suite a sweep runs (`suite=uda`: `conf/suite/uda.yaml`), or None."""
-    from heta_eval.records.suite import suite_from_config
 
     spec = OmegaConf.select(config, "suite", default=None)
     if spec is None:
@@ -127,8 +125,6 @@ def fixed_names(config: DictConfig, swept: set[str]) -> dict[str, str]:
     if not touched("benchmark", "experiment"):
         # The adapter names itself (e.g. beir-scifact); constructing one reads no data.
         try:
-            from heta_eval.config.components import instantiate
-
             spec = OmegaConf.to_container(config.benchmark, resolve=True)
             names["benchmark.name"] = str(instantiate(spec).manifest.name)
         except Exception:

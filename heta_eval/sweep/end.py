@@ -14,10 +14,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heta_eval.results.suite_render import (
+    SUITE_FILES,
+    main_rows,
+    print_suite_table,
+    title,
+    to_texts,
+)
+from heta_eval.results.suite_table import build_suite_table
 from heta_eval.results.sweep_rows import (
     SweepRow,
     best_scores,
     best_table,
+    differing_overrides,
     headline,
     job_rows,
     merge_job_records,
@@ -30,7 +39,10 @@ from heta_eval.sweep.report import (
     print_sweep_end,
     sweep_note,
 )
+from heta_eval.tracking.mlflow_tracker import default_tracking_uri
+from heta_eval.tracking.projection import headline_section
 from heta_eval.tracking.run_context import NOTE_TAG
+from heta_eval.tracking.ui_links import open_command, runs_table_url, ui_base
 
 __all__ = ["SweepRow", "child_runs", "summarise_sweep"]
 
@@ -90,7 +102,6 @@ def summarise_sweep(
                 metrics.append(Metric(f"{top.metric}.{stat}", bound, stamp, 0))
                 values[f"{top.metric}.{stat}"] = bound
         # The Headline chart group, first in MLflow's chart view, as each job has it.
-        from heta_eval.tracking.projection import headline_section
 
         for name, value, step in headline_section(top.metric, values):
             metrics.append(Metric(name, value, stamp, step))
@@ -132,13 +143,9 @@ def summarise_sweep(
     if quiet:  # a replay (heta-eval-sync): nothing printed
         return rows
     try:
-        from heta_eval.tracking.mlflow_tracker import default_tracking_uri
-
         default = default_tracking_uri(Path.cwd() / "outputs")
         print_sweep_end(rows, metric, run_id, compare_command(run_id, tracker.uri, default))
         if table is not None:
-            from heta_eval.results.suite_render import print_suite_table
-
             print_suite_table(table)
         print_ui_links(tracker.uri, parent.info.experiment_id, metric)
     except Exception as exc:  # the summary is logged; a console problem must not undo it
@@ -149,9 +156,6 @@ def summarise_sweep(
 def log_suite_table(client: Any, run_id: str, rows: list[SweepRow], suite: Any) -> Any:
     """Build the suite's table and log it to the parent run as suite_table.md, .html (MLflow's
     artifact view renders it) and .json."""
-    from heta_eval.results.suite_render import SUITE_FILES, to_texts
-    from heta_eval.results.suite_table import build_suite_table
-    from heta_eval.results.sweep_rows import differing_overrides
 
     varied = [k for k in differing_overrides(rows) if k != suite.member_key]
     table = build_suite_table(rows, suite, client, varied=varied)
@@ -165,7 +169,6 @@ def log_suite_table(client: Any, run_id: str, rows: list[SweepRow], suite: Any) 
 
 def suite_note(table: Any, note: str) -> str:
     """The parent's description with the suite's main table (Markdown) before it."""
-    from heta_eval.results.suite_render import main_rows, title
 
     header, body = main_rows(table)
     lines = [f"**{title(table)}**", ""]
@@ -179,7 +182,6 @@ def suite_note(table: Any, note: str) -> str:
 def print_ui_links(uri: str, experiment_id: str, metric: str | None) -> None:
     """Where to look at the sweep in the MLflow UI: the command that serves it (a local
     store) and the runs table, best job first."""
-    from heta_eval.tracking.ui_links import open_command, runs_table_url, ui_base
 
     command = open_command(uri)
     if command:

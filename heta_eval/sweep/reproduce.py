@@ -21,6 +21,7 @@ from heta_eval.config import config_dir
 from heta_eval.records import EvaluationReport
 from heta_eval.records.suite import SuiteDefinition, SuiteReference, suite_from_config
 from heta_eval.results.suite_table import scoped_mean
+from heta_eval.run.lifecycle import evaluate as run
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,6 @@ def run_matrix(
     import time
 
     if evaluate is None:
-        from heta_eval.run.lifecycle import evaluate as run
 
         def evaluate(overrides: list[str]) -> EvaluationReport:
             return run(overrides=overrides)

@@ -28,6 +28,10 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.records import EvaluationReport
+from heta_eval.results.sweep_ids import parent_run_id
+from heta_eval.tracking.naming import metric_name
+
 log = logging.getLogger(__name__)
 
 RESULTS_FILE = "optimization_results.yaml"
@@ -66,7 +70,6 @@ def final_overrides(
 
 
 def _report(path: Path) -> Any:
-    from heta_eval.records import EvaluationReport
 
     return EvaluationReport.model_validate_json(path.read_text(encoding="utf-8"))
 
@@ -105,8 +108,6 @@ def link_runs(report: Any, parent_run_id: str | None, metric: str) -> str | None
         return None
     from mlflow import MlflowClient
     from mlflow.entities import Metric, RunTag
-
-    from heta_eval.tracking.naming import metric_name
 
     client = MlflowClient(tracking_uri=tracking.uri)
     test_tags = {PART_TAG: "test"}
@@ -178,7 +179,6 @@ class TuneThenTestCallback(Callback):
             )
             raise SystemExit(1)  # not an Exception: Hydra would turn that into a warning
         report = _report(report_path)
-        from heta_eval.results.sweep_ids import parent_run_id
 
         test_run = link_runs(report, parent_run_id(sweep_dir), metric)
         detail = report.score_details.get(metric)

@@ -13,6 +13,8 @@ import os
 import urllib.error
 import urllib.request
 
+from heta_eval.tracking.access import access_problem
+
 # The defaults of conf/tracking/mlflow.yaml: at most 3 attempts, 10 s each, 1 s then 2 s apart.
 READER_BOUNDS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
@@ -37,7 +39,6 @@ def is_missing(exc: BaseException) -> bool:
 def unreachable(uri: str, exc: BaseException) -> str:
     """`cannot reach the MLflow tracking store at URI: first line of the error`, or what a
     refusal (HTTP 401 or 403) means and what to do."""
-    from heta_eval.tracking.access import access_problem
 
     problem = access_problem(uri, exc, writing=False)
     if problem:

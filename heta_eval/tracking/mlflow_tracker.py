@@ -20,10 +20,15 @@ from heta_eval.protocols import BaseTracker
 from heta_eval.records import EvaluationReport
 from heta_eval.redaction import mask_url_credentials
 from heta_eval.tracking.access import access_problem
+from heta_eval.tracking.http_bounds import no_answer, request_timeout
 from heta_eval.tracking.lenient import REJECTED_TAG
-from heta_eval.tracking.naming import HEADLINE_TAG, logged_params
-from heta_eval.tracking.projection import log_params_and_tags, log_report, run_files
+from heta_eval.tracking.naming import HEADLINE_TAG, RUN_DIR_TAG, logged_params
+from heta_eval.tracking.projection import log_params_and_tags, log_report, report_tags, run_files
+from heta_eval.tracking.run_context import benchmark_of, context_tags, describe_experiment
 from heta_eval.tracking.run_record import TrackingRecord, read_record, write_record
+from heta_eval.tracking.sqlite_store import open_client
+from heta_eval.tracking.stores import remember_store
+from heta_eval.tracking.ui_links import open_command, run_url, runs_table_url, ui_base
 
 log = logging.getLogger(__name__)
 # MLflow reads these at each request; the tracking config bounds them (MLflow's defaults
@@ -105,8 +110,6 @@ class MlflowTracker(BaseTracker):
         """The MlflowClient for this tracker's URI (created on first use)."""
         with self._lock:
             if self._client is None:
-                from heta_eval.tracking.sqlite_store import open_client
-
                 if self.uri.startswith("sqlite:"):
                     self.root.mkdir(parents=True, exist_ok=True)
                 self._client = open_client(self.uri)
@@ -123,8 +126,6 @@ class MlflowTracker(BaseTracker):
         connections and never answers then costs that timeout (10 s by default), not each
         request's timeout times its retries."""
         if not self._probed and self.uri.startswith(("http://", "https://")):
-            from heta_eval.tracking.http_bounds import no_answer, request_timeout
-
             self._probed = True
             self._silent = no_answer(self.uri, request_timeout())
         if self._silent is not None:
@@ -180,7 +181,6 @@ class MlflowTracker(BaseTracker):
     ) -> None:
         """Write the run's record into `run_dir` and create its MLflow run (`start_time`:
         when the evaluation began, seconds since the epoch)."""
-        from heta_eval.tracking.run_context import context_tags
 
         all_tags = context_tags(tags)  # as mlflow.start_run would: user, source, git
         if parent_run_id:
@@ -210,8 +210,6 @@ class MlflowTracker(BaseTracker):
             )
             self.run_id = run.info.run_id
             self._record = self._save(self._record.model_copy(update={"run_id": self.run_id}))
-            from heta_eval.tracking.run_context import benchmark_of, describe_experiment
-            from heta_eval.tracking.stores import remember_store
 
             remember_store(self.uri)  # for heta-eval-compare and heta-eval-runs to find
             benchmark = benchmark_of(all_tags)
@@ -247,7 +245,6 @@ class MlflowTracker(BaseTracker):
             params=dict(run.data.params),
             start_time=info.start_time,
         )
-        from heta_eval.tracking.naming import RUN_DIR_TAG
 
         # The report of this attempt is in its own run directory.
         tags = {**record.tags, RUN_DIR_TAG: str(self._run_dir)}
@@ -297,7 +294,6 @@ class MlflowTracker(BaseTracker):
         """Where the run can be seen (a URL, or the command that opens the UI)."""
         if self.offline or self.run_id is None:
             return f"NOT IN MLFLOW ({self._failure}): upload with `{self.sync_command()}`"
-        from heta_eval.tracking.ui_links import open_command, run_url, runs_table_url, ui_base
 
         command = open_command(self.uri)
         try:
@@ -325,7 +321,6 @@ class MlflowTracker(BaseTracker):
 
     @staticmethod
     def _headline_of(report: EvaluationReport) -> str | None:
-        from heta_eval.tracking.projection import report_tags
 
         return report_tags(report)[HEADLINE_TAG] or None
 
@@ -337,7 +332,6 @@ class MlflowTracker(BaseTracker):
     def _find_record(self, run_id: str) -> TrackingRecord | None:
         """The record an earlier attempt wrote for `run_id` (its run directory is the
         `heta_eval.run_dir` tag of the run, read from the state's copy)."""
-        from heta_eval.tracking.naming import RUN_DIR_TAG
 
         try:
             run = self.client.get_run(run_id)

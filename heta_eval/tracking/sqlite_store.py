@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.files import flock_within
+from heta_eval.tracking.store_template import create_from_template
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +143,6 @@ def open_client(uri: str) -> Any:
     _set_busy_timeout()
     with schema_lock(database):
         if not database.exists():
-            from heta_eval.tracking.store_template import create_from_template
-
             create_from_template(database)  # else MLflow makes the tables itself, below
         # MLflow opens the store (creating or upgrading its tables) when the client is made.
         client = LockPatientClient(MlflowClient(tracking_uri=uri))

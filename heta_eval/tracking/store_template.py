@@ -25,6 +25,8 @@ import os
 import shutil
 from pathlib import Path
 
+from heta_eval.json_cache import cache_dir
+
 log = logging.getLogger(__name__)
 
 TEMPLATE_DIR = "mlflow-store"
@@ -37,8 +39,6 @@ def template_path(cache: Path | None = None) -> Path:
     """Where the template of this MLflow version and alembic head lives (maybe not yet made)."""
     import mlflow
     from mlflow.store.db.utils import _get_latest_schema_revision
-
-    from heta_eval.json_cache import cache_dir
 
     root = cache if cache is not None else cache_dir()
     return root / TEMPLATE_DIR / f"{mlflow.__version__}-{_get_latest_schema_revision()}.db"

@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from heta_eval.json_cache import cache_dir
+
 STORES_FILE = "tracking_stores.json"
 MAX_STORES = 20
 
 
 def _registry() -> Path:
-    from heta_eval.json_cache import cache_dir
 
     return cache_dir() / STORES_FILE
 

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from heta_eval.records import EvaluationReport
+from heta_eval.records.suite import suite_from_config
 from heta_eval.tracking.access import access_problem
+from heta_eval.tracking.mlflow_tracker import is_database_uri
 from heta_eval.tracking.naming import RUN_DIR_TAG
 from heta_eval.tracking.projection import REPORT_JSON, log_params_and_tags, log_report, run_files
 from heta_eval.tracking.run_record import (
@@ -32,6 +34,7 @@ from heta_eval.tracking.run_record import (
     read_record,
     write_record,
 )
+from heta_eval.tracking.sqlite_store import open_client, sqlite_path
 
 log = logging.getLogger(__name__)
 PARENT_TAG = "mlflow.parentRunId"
@@ -73,8 +76,6 @@ def artifact_location(record: TrackingRecord, uri: str, root: Path) -> str | Non
     """Where an experiment the sync creates keeps its artifacts: where the run meant to
     (same store), beside a SQLite store's file, under `root` for another database store;
     a tracking server or file store decides itself."""
-    from heta_eval.tracking.mlflow_tracker import is_database_uri
-    from heta_eval.tracking.sqlite_store import sqlite_path
 
     if uri == record.uri and record.artifact_location:
         return record.artifact_location
@@ -173,7 +174,6 @@ def finish_sweep(
     summarise: Summarise,
 ) -> None:
     """Summarise a replayed sweep into its parent (quietly) and end it with its status."""
-    from heta_eval.records.suite import suite_from_config
 
     suite = record.sweep.get("suite")
     summarise(
@@ -192,7 +192,6 @@ def sync(
     """Replay the run directories under `root` that MLflow lacks (with `uri`: every tracked
     one, into that store), each replayed sweep summarised by `summarise`; (results,
     directories whose run has not ended)."""
-    from heta_eval.tracking.sqlite_store import open_client
 
     clients: dict[str, Any] = {}
     results: list[SyncResult] = []

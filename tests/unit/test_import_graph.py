@@ -125,3 +125,79 @@ def test_results_and_compare_sit_beside_run_and_never_import_it() -> None:
     for package in ("heta_eval.results", "heta_eval.compare"):
         assert "heta_eval.run" not in _reachable(graph, package), package
     assert "heta_eval.tracking" in graph["heta_eval.results"]  # the write side it reads back
+
+
+# Dependencies point down (ARCHITECTURE.md): a package imports only packages of a lower
+# layer, or those named beside it in SIDEWAYS.
+LAYERS = {
+    0: {
+        "records",
+        "protocols",
+        "redaction",
+        "files",
+        "code_identity",
+        "progress",
+        "async_run",
+        "json_cache",
+        "lazy_exports",
+    },
+    1: {"config", "endpoints"},
+    2: {"benchmarks", "kb", "evaluators", "tracking", "reporting", "bridges"},
+    3: {"run", "results", "compare"},
+    4: {"sweep"},
+    5: {"cli"},
+    6: {"__main__"},  # `python -m heta_eval`
+}
+SIDEWAYS = {
+    ("benchmarks", "evaluators"),  # an adapter names its default evaluators
+    ("bridges", "kb"),  # another engine's recipe behind our knowledge-base contract
+    ("protocols", "records"),
+    ("records", "files"),
+    ("records", "redaction"),
+    ("config", "redaction"),
+    ("endpoints", "redaction"),
+    ("json_cache", "files"),
+}
+# Imports of heta_eval modules inside functions: only for a heavy dependency that most runs
+# never need, each with its reason.
+FUNCTION_LEVEL = {
+    ("heta_eval.reporting.figures", "heta_eval.reporting"): "matplotlib, when a figure is drawn",
+}
+
+
+def _layer(package: str) -> int:
+    name = package.removeprefix("heta_eval").lstrip(".") or "heta_eval"
+    if name == "heta_eval":
+        return 0  # the root only re-exports, lazily (lazy_exports)
+    return next(layer for layer, names in LAYERS.items() if name in names)
+
+
+def test_dependencies_point_down() -> None:
+    wrong = []
+    for package, targets in _graph(depth=2).items():
+        for target in targets:
+            pair = (package.removeprefix("heta_eval."), target.removeprefix("heta_eval."))
+            if target != "heta_eval" and _layer(target) >= _layer(package) and pair not in SIDEWAYS:
+                wrong.append(f"{package} -> {target}")
+    assert not wrong, wrong
+
+
+def _function_level_imports() -> set[tuple[str, str]]:
+    found = set()
+    for module, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("heta_eval"):
+                    found.add((module, node.module or ""))
+                elif isinstance(node, ast.Import):
+                    found |= {
+                        (module, a.name) for a in node.names if a.name.startswith("heta_eval")
+                    }
+    return found
+
+
+def test_heta_eval_modules_are_imported_at_module_level() -> None:
+    assert _function_level_imports() == set(FUNCTION_LEVEL)

@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from heta_eval.benchmarks.download import cache_dir, fetch_resource
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.benchmarks.uda.answers import (
     ANSWER_KEY,
@@ -171,8 +172,6 @@ class UdaBenchmark(BenchmarkAdapter):
                     f"benchmark.data_root: {path} not found (UDA layout: {member})"
                 )
         else:
-            from heta_eval.benchmarks.download import cache_dir, fetch_resource
-
             (resource,) = self.resources()
             path = fetch_resource(
                 resource, cache_dir() / "uda" / Path(member).parent, offline=workspace.offline

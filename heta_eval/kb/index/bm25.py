@@ -13,6 +13,7 @@ from pydantic import AfterValidator
 
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
+from heta_eval.kb.index.bm25_matrix import FlatBM25, FlatTokens
 
 Bm25Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
 
@@ -166,8 +167,6 @@ class BM25Builder:
     def finish(self) -> BuiltBM25Index:
         """The index over every text added (positions in the order they were added)."""
         import numpy as np
-
-        from heta_eval.kb.index.bm25_matrix import FlatBM25, FlatTokens
 
         # bm25s sets its own logger to DEBUG; keep its per-build chatter out of run logs.
         logging.getLogger("bm25s").setLevel(logging.WARNING)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from heta_eval.config.components import instantiate
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
 from heta_eval.kb.index.embedding_cache import EmbeddingCache
@@ -76,8 +77,6 @@ class DenseIndex(BaseIndexBuilder):
     def encoder(self) -> Encoder:
         """The encoder, created from its spec on first use."""
         if self._encoder is None:
-            from heta_eval.config.components import instantiate
-
             self._encoder = instantiate(self._encoder_spec)  # type: ignore[arg-type]
         return self._encoder
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from heta_eval.kb.index.base import Hits
 from heta_eval.kb.index.bm25 import BM25Index, split_words
+from heta_eval.kb.index.bm25_matrix import FlatTokens, nep50_promotion, pair_scores, term_pairs
 
 SHARDABLE_METHODS = ("robertson", "lucene", "atire")
 EMPTY_TERM = ""  # bm25s's token of a text without any (it scores empty chunks)
@@ -179,13 +180,6 @@ class ShardBm25:
         functions so that each score equals the unsharded one."""
         import bm25s
         from bm25s import scoring
-
-        from heta_eval.kb.index.bm25_matrix import (
-            FlatTokens,
-            nep50_promotion,
-            pair_scores,
-            term_pairs,
-        )
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         if self._tokens is None:
