@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from heta_eval.protocol import Evaluator
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 
