@@ -7,7 +7,9 @@ script itself) uses `run_cli` (a subprocess) instead; everything else uses `cli`
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import logging
 import signal
 import sys
@@ -57,20 +59,46 @@ def call_cli(
     cwd: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    main: Callable[[], object] | None = None,
 ) -> CliResult:
-    """Run one console script's `main` with `args` in `cwd`; its output and exit status."""
+    """Run one console script's `main` with `args` in `cwd`; its output and exit status.
+    `main`: another function run as `program` (e.g. a plain Hydra app to compare with)."""
+    capsys.readouterr()
+    code = _call(main or _entry(program), program, args, cwd, monkeypatch)
+    out = capsys.readouterr()
+    return CliResult(code, out.out, out.err)
+
+
+def call_cli_once(program: str, args: list[str], *, cwd: Path) -> CliResult:
+    """`call_cli` for a module- or session-scoped fixture (no `capsys` or `monkeypatch`
+    there): the output is caught by redirecting `sys.stdout` and `sys.stderr`."""
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as monkeypatch,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        code = _call(_entry(program), program, args, cwd, monkeypatch)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def _call(
+    main: Callable[[], object],
+    program: str,
+    args: list[str],
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> int:
     from hydra.core.global_hydra import GlobalHydra
 
-    main = _entry(program)
     saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     root_handlers = list(logging.getLogger().handlers)
-    capsys.readouterr()
     with monkeypatch.context() as patch:
         patch.chdir(cwd)
         patch.setattr(sys, "argv", [program, *args])
         try:
-            main()
-            code = 0
+            # What a console script does with it: `sys.exit(main())`.
+            code = _status(main())
         except SystemExit as exc:
             code = _status(exc.code)
         finally:
@@ -82,5 +110,4 @@ def call_cli(
                 if handler not in root_handlers:
                     root.removeHandler(handler)
                     handler.close()
-    out = capsys.readouterr()
-    return CliResult(code, out.out, out.err)
+    return code

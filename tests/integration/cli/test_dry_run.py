@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SHARED, CliRunner
+import heta_eval
+
+from ...conftest import SHARED, InProcessCli
 
 UDA = SHARED / "datasets" / "uda"
 
@@ -28,9 +30,9 @@ def _row(stdout: str, unit: str) -> list[str]:
 
 
 def test_dry_run_of_the_sample_prints_the_plan_and_writes_nothing(
-    run_cli: CliRunner, tmp_path: Path
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
-    proc = run_cli("runner.dry_run=true")
+    proc = cli("runner.dry_run=true")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "dry run: nothing is built, queried, written or tracked" in out
@@ -46,8 +48,8 @@ def test_dry_run_of_the_sample_prints_the_plan_and_writes_nothing(
     assert not (run_dir / "report.json").exists()
 
 
-def test_dry_run_of_many_units_counts_queries_after_limit_and_modes(run_cli: CliRunner) -> None:
-    proc = run_cli(
+def test_dry_run_of_many_units_counts_queries_after_limit_and_modes(cli: InProcessCli) -> None:
+    proc = cli(
         "runner.dry_run=true", "benchmark=sample_units", "recipe=bm25_fusion", "runner.limit=20"
     )
     assert proc.returncode == 0, proc.stderr
@@ -62,26 +64,30 @@ def test_dry_run_of_many_units_counts_queries_after_limit_and_modes(run_cli: Cli
     assert "limit: 20 cases (seed 0)" in out
 
 
-@pytest.mark.slow
 def test_dry_run_after_a_real_run_finds_the_cached_build_and_the_finished_run(
-    run_cli: CliRunner, tmp_path: Path
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
-    real = run_cli("benchmark=sample_units", "runner.progress=off", "tracking=none")
-    assert real.returncode == 0, real.stderr
     root = tmp_path / "outputs"
+    real = heta_eval.evaluate(
+        overrides=[
+            f"paths.root={root}",
+            "benchmark=sample_units",
+            "runner.progress=off",
+            "tracking=none",
+        ]
+    )
     before = _files(root)
     assert {"store", "cache", "state"} <= {p.parts[0] for p in map(Path, before)}
 
-    proc = run_cli("benchmark=sample_units", "runner.dry_run=true", "tracking=none")
+    proc = cli("benchmark=sample_units", "runner.dry_run=true", "tracking=none")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert _row(out, "cooking")[4] == "found in cache"
     assert "4 knowledge base(s), 0 to build and 4 found in the build cache" in out
-    report = next(x for x in real.stdout.splitlines() if x.startswith("report: "))[8:]
-    assert f"already evaluated: a run reuses {report}" in out
+    assert f"already evaluated: a run reuses {real.run.output_dir}/report.json" in out
     assert _files(root) == before  # store, cache and state untouched
 
-    changed = run_cli(
+    changed = cli(
         "benchmark=sample_units", "runner.dry_run=true", "tracking=none", "recipe.chunk_size=32"
     )
     assert changed.returncode == 0, changed.stderr
@@ -91,9 +97,9 @@ def test_dry_run_after_a_real_run_finds_the_cached_build_and_the_finished_run(
 
 @pytest.mark.skipif(not (UDA / "qa").is_dir(), reason=f"UDA not found at {UDA}")
 def test_dry_run_of_99_units_shows_a_compact_table_with_totals(
-    run_cli: CliRunner, tmp_path: Path
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
-    proc = run_cli("runner.dry_run=true", "benchmark=uda", f"benchmark.data_root={UDA}")
+    proc = cli("runner.dry_run=true", "benchmark=uda", f"benchmark.data_root={UDA}")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     units = [x for x in out.splitlines() if re.match(r"^│ \w+_\d{4}\s", x)]
@@ -107,9 +113,9 @@ def test_dry_run_of_99_units_shows_a_compact_table_with_totals(
 
 
 def test_dry_run_without_local_data_lists_the_downloads_and_fetches_nothing(
-    run_cli: CliRunner, tmp_path: Path
+    cli: InProcessCli,
 ) -> None:
-    proc = run_cli("runner.dry_run=true", "benchmark=beir", "benchmark.dataset=scifact")
+    proc = cli("runner.dry_run=true", "benchmark=beir", "benchmark.dataset=scifact")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "data: not available locally (offline mode: resource 'scifact.zip'" in out

@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,16 +12,12 @@ from rich.console import Console
 
 from heta_eval.benchmarks.download import fetch_resource
 from heta_eval.progress import ProgressReporter, current, use
-from heta_eval.records import BenchmarkResource, EvaluationReport
+from heta_eval.records import BenchmarkResource
 
-from .conftest import CliRunner, user_env
+from ..conftest import InProcessCli
+from .runs import printed_report
 
 ANSI = re.compile(r"\x1b\[")
-
-
-def _report(stdout: str) -> EvaluationReport:
-    line = next(line for line in stdout.splitlines() if line.startswith("report: "))
-    return EvaluationReport.read_json(Path(line.removeprefix("report: ")))
 
 
 def _progress_lines(output: str) -> list[str]:
@@ -32,9 +26,9 @@ def _progress_lines(output: str) -> list[str]:
 
 
 def test_cli_run_without_a_terminal_logs_one_line_per_stage_start_and_end(
-    run_cli: CliRunner,
+    cli: InProcessCli,
 ) -> None:
-    proc = run_cli("tracking=none")
+    proc = cli("tracking=none")
     assert proc.returncode == 0, proc.stderr
     output = proc.stdout + proc.stderr
     assert not ANSI.search(output) and "\r" not in output
@@ -53,11 +47,10 @@ def test_cli_run_without_a_terminal_logs_one_line_per_stage_start_and_end(
     assert "documents: 36 documents" in lines and "corpus query+score: 48 queries" in lines
 
 
-@pytest.mark.slow
 def test_many_units_in_workers_report_units_done_and_results_do_not_change(
-    run_cli: CliRunner, tmp_path: Path
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
-    lines_run = run_cli("benchmark=sample_units", "tracking=none", "runner.workers=2")
+    lines_run = cli("benchmark=sample_units", "tracking=none", "runner.workers=2")
     assert lines_run.returncode == 0, lines_run.stderr
     lines = _progress_lines(lines_run.stdout + lines_run.stderr)
     # Units are reported as they complete; per-unit stages stay out of the log.
@@ -65,7 +58,7 @@ def test_many_units_in_workers_report_units_done_and_results_do_not_change(
     assert any(line.startswith("units: 4/4 units in ") for line in lines)
     assert not [line for line in lines if "parse" in line or "query+score" in line]
 
-    quiet = run_cli(
+    quiet = cli(
         "benchmark=sample_units",
         "tracking=none",
         "runner.progress=off",
@@ -74,21 +67,17 @@ def test_many_units_in_workers_report_units_done_and_results_do_not_change(
     )
     assert quiet.returncode == 0, quiet.stderr
     assert _progress_lines(quiet.stdout + quiet.stderr) == []
-    assert _report(quiet.stdout).score_summary == _report(lines_run.stdout).score_summary
-
-
-def test_cli_run_on_a_forced_terminal_draws_bars(tmp_path: Path) -> None:
-    # TTY_COMPATIBLE=1 is rich's documented switch for a terminal it cannot detect.
-    env = user_env()
-    env |= {"TTY_COMPATIBLE": "1", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "heta_eval", f"paths.root={tmp_path / 'out'}", "tracking=none"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    assert (
+        printed_report(quiet.stdout).score_summary == printed_report(lines_run.stdout).score_summary
     )
+
+
+def test_cli_run_on_a_forced_terminal_draws_bars(
+    cli: InProcessCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TTY_COMPATIBLE=1 is rich's documented switch for a terminal it cannot detect.
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    proc = cli("tracking=none")
     assert proc.returncode == 0, proc.stderr
     bars = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", proc.stderr)
     assert ANSI.search(proc.stderr) and "━━━━" in bars

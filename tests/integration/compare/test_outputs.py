@@ -14,8 +14,8 @@ import pytest
 
 from heta_eval.compare import compare_reports, write_outputs
 
-from .browser import CHROMIUM, chromium
-from .compare_helpers import binary_pair, synthetic_report
+from ...browser import CHROMIUM, chromium
+from ...compare_helpers import binary_pair, synthetic_report
 
 
 def test_outputs_hold_the_tables_plots_and_every_number(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""`heta-eval-compare` on real runs: two SciFact BM25 runs checked against direct
-computations, and a recipe sweep (bm25, bm25_fusion, hybrid on a subset of the sample)
+"""`heta-eval-compare` on real runs, in this process: two SciFact BM25 runs checked against
+direct computations, and a recipe sweep (bm25, bm25_fusion, hybrid on a subset of the sample)
 compared from its MLflow parent run, read back with MlflowClient."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from heta_eval.benchmarks import BeirBenchmark
 from heta_eval.cli.compare import main
 from heta_eval.compare import MCNEMAR, RANDOMIZATION, compare_reports, load_reports
 
-from .compare_helpers import compare_cli, direct_holm
-from .conftest import CliRunner, job_logs, load_recipe
+from ...cli_in_process import CliResult
+from ...compare_helpers import direct_holm
+from ...conftest import InProcessCli, job_logs, load_recipe
 
 # --- two real SciFact runs: BM25 k1=1.2 against k1=0.5 -------------------------------------
 
@@ -45,6 +46,18 @@ def scifact_reports(
         _scifact_run(scifact_dir, tmp / "k1_1.2", 1.2),
         _scifact_run(scifact_dir, tmp / "k1_0.5", 0.5),
     )
+
+
+@pytest.fixture
+def compare(cli: InProcessCli, monkeypatch: pytest.MonkeyPatch) -> InProcessCli:
+    """`heta-eval-compare ARGS` in this process, in the terminal a user reads it in: 120
+    columns, whatever the test process was given."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+    def run(*args: str) -> CliResult:
+        return cli(*args, program="heta-eval-compare")
+
+    return run
 
 
 def _values(report: EvaluationReport, metric: str) -> dict[tuple[str, str, str], float | None]:
@@ -97,10 +110,10 @@ def test_scifact_comparison_agrees_with_direct_computation(
 
 
 @pytest.mark.slow
-def test_cli_compares_two_report_files(scifact_reports: tuple[Path, Path], tmp_path: Path) -> None:
-    proc = compare_cli(
-        *(str(p) for p in scifact_reports), "--out", str(tmp_path / "cmp"), cwd=tmp_path
-    )
+def test_cli_compares_two_report_files(
+    scifact_reports: tuple[Path, Path], compare: InProcessCli, tmp_path: Path
+) -> None:
+    proc = compare(*(str(p) for p in scifact_reports), "--out", str(tmp_path / "cmp"))
     assert proc.returncode == 0, proc.stderr
     assert "bm25 (k1_1.2) (baseline)" in proc.stdout and "bm25.ndcg@10" in proc.stdout
     assert "Holm" in proc.stdout and "(rand)" in proc.stdout  # randomization, abbreviated
@@ -138,11 +151,14 @@ def _by_case(report: EvaluationReport, mode: str, metric: str) -> dict[tuple[str
 
 @pytest.mark.slow
 def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
-    run_cli: CliRunner, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli: InProcessCli,
+    compare: InProcessCli,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from mlflow import MlflowClient
 
-    sweep = run_cli("-m", "recipe=bm25,bm25_fusion,hybrid", "runner.limit=12", timeout=900)
+    sweep = cli("-m", "recipe=bm25,bm25_fusion,hybrid", "runner.limit=12")
     assert sweep.returncode == 0, sweep.stderr[-3000:] + job_logs(tmp_path / "outputs")
     uri = f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -155,7 +171,7 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
 
     # One command from the parent id, with the baseline named by its override.
     cmp = tmp_path / "cmp"
-    proc = compare_cli(
+    proc = compare(
         parent.info.run_id,
         "--baseline",
         "recipe=bm25",
@@ -163,7 +179,6 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
         uri,
         "--out",
         str(cmp),
-        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     assert "3 runs · 12 paired cases · baseline recipe=bm25" in proc.stdout
@@ -196,7 +211,7 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
     assert {"comparison.md", "comparison.html", "comparison.json"} <= logged
 
     # Every run has a bm25 mode: all pairs under it. bm25_fusion's bm25 index is bm25's.
-    proc = compare_cli(
+    proc = compare(
         parent.info.run_id,
         "--metrics",
         "bm25.ndcg@10",
@@ -206,7 +221,6 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
         uri,
         "--out",
         str(tmp_path / "pairs"),
-        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     numbers = json.loads((tmp_path / "pairs" / "comparison.json").read_text())
@@ -218,7 +232,7 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
 
     # Two child run ids, with a mode named per run.
     by_label = dict(zip(labels, (r.info.run_id for r in children), strict=True))
-    proc = compare_cli(
+    proc = compare(
         by_label["recipe=bm25"],
         by_label["recipe=bm25_fusion"],
         "--metrics",
@@ -227,7 +241,6 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
         uri,
         "--out",
         str(tmp_path / "two"),
-        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     numbers = json.loads((tmp_path / "two" / "comparison.json").read_text())
@@ -244,23 +257,22 @@ def test_a_recipe_sweep_compares_from_its_parent_run_with_the_baseline_named(
         d for d in dirs.values() if "recipe=hybrid" in (d / ".hydra" / "overrides.yaml").read_text()
     )
     # A full run against the hybrid subset: 12 of its 48 cases are shared.
-    full = run_cli("recipe=bm25", "tracking=none")
+    full = cli("recipe=bm25", "tracking=none")
     assert full.returncode == 0, full.stderr[-3000:]
     (full_dir,) = [p.parent for p in (tmp_path / "outputs" / "runs").glob("*/*/report.json")]
-    proc = compare_cli(str(full_dir), str(hybrid_dir), "--out", str(tmp_path / "x"), cwd=tmp_path)
+    proc = compare(str(full_dir), str(hybrid_dir), "--out", str(tmp_path / "x"))
     assert proc.returncode == 2
     assert proc.stderr.startswith(
         "heta-eval-compare: only 12 of the 48 cases of run 'recipe=bm25 limit=null' are "
         "in every compared run (25%, below --min-overlap 0.5); 36 would be left out"
     )
-    proc = compare_cli(
+    proc = compare(
         str(full_dir),
         str(hybrid_dir),
         "--min-overlap",
         "0.25",
         "--out",
         str(tmp_path / "sub"),
-        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     numbers = json.loads((tmp_path / "sub" / "comparison.json").read_text())

@@ -1,23 +1,20 @@
-"""What a run prints at its end: scores with CIs and counts, cache use, where to look."""
+"""What a run prints at its end: scores with CIs and counts, cache use, where to look; a
+second evaluation from the caches and a reused run say so."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import pytest
-from mlflow import MlflowClient
+from ...conftest import InProcessCli
+from ..conftest import SampleRun
+from ..runs import report_path
 
-from .conftest import CliRunner
 
-
-@pytest.mark.slow
 def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
-    run_cli: CliRunner, tmp_path: Path
+    sample_run: SampleRun,
 ) -> None:
-    first = run_cli("runner.progress=off")
-    assert first.returncode == 0, first.stderr
-    out = first.stdout
+    out = sample_run.cli.stdout
     header = next(line for line in out.splitlines() if "query mode" in line)
     for column in ("metric", "mean", "95% CI", "scored", "skipped", "failed"):
         assert column in header
@@ -31,22 +28,24 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
     run_dir = Path(next(x for x in out.splitlines() if x.startswith("run directory: "))[15:])
     assert (run_dir / "report.json").is_file()
     assert f"html report: {run_dir}/report.html" in out and (run_dir / "report.html").is_file()
-    root = tmp_path / "outputs"
-    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
+    root = sample_run.root
     tracking = next(x for x in out.splitlines() if x.startswith("tracking: "))
     assert f"mlflow ui --backend-store-uri sqlite:///{root / 'mlflow.db'}" in tracking
-    assert run.info.run_id in tracking
+    assert sample_run.tracked.info.run_id in tracking
 
-    again = run_cli("runner.progress=off", "runner.resume=false", "tracking=none")
+
+def test_runs_from_the_caches_and_reused_runs_say_so(
+    cli: InProcessCli, sample_run: SampleRun
+) -> None:
+    # The sample run's configuration again, evaluated anew from its caches.
+    again = cli("runner.progress=off", "runner.resume=false", "tracking=none", root=sample_run.root)
     assert again.returncode == 0, again.stderr
     # Loaded, not built: the build cache's load time, never "built in" (here, in report.html).
     loaded = re.search(
         r"1 knowledge base\(s\): 1 loaded from the build cache in \d+\.\d\d s\n", again.stdout
     )
     assert loaded, again.stdout
-    again_dir = Path(next(x for x in again.stdout.splitlines() if x.startswith("report: "))[8:])
-    html = again_dir.with_name("report.html").read_text(encoding="utf-8")
+    html = report_path(again.stdout).with_name("report.html").read_text(encoding="utf-8")
     header = re.search(r"<h2>Knowledge bases \(([^<]*)\)</h2>", html)
     assert header and re.fullmatch(r"1: 1 loaded from the build cache in \d+\.\d\d s", header[1])
     assert (
@@ -57,10 +56,9 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
 
     # The first configuration again: reused, and said so; no build or cache counts of the
     # old run presented as this one's.
-    reused = run_cli("runner.progress=off")
+    reused = cli("runner.progress=off", root=sample_run.root)
     assert reused.returncode == 0, reused.stderr
     assert "48 case results (0 failed) · nothing evaluated now" in reused.stdout
-    # (It reuses the second run, which evaluated the same identity again, untracked.)
     assert "reused the result evaluated on " in reused.stdout
     assert "): same configuration, data and code" in reused.stdout
     assert "knowledge base(s)" not in reused.stdout and "cache (" not in reused.stdout
