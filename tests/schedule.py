@@ -27,7 +27,7 @@ HEAVIEST = (
     "tests/test_dense.py",
     "tests/reliability/test_tracking_outage.py",
     "tests/test_shards.py",
-    "tests/test_tuning.py",
+    "tests/integration/run/test_tuning.py",
     "tests/reliability/test_run_identity.py",
     "tests/test_mlflow_ui_screens.py",
     "tests/reliability/test_concurrency.py",

@@ -40,3 +40,23 @@ def test_importing_compare_loads_no_mlflow_scipy_or_matplotlib() -> None:
     heavy = "{'mlflow', 'scipy', 'matplotlib'}"
     code = f"import sys, heta_eval.cli.compare; print(sorted({heavy} & set(sys.modules)))"
     assert _loaded(code) == "[]"
+
+
+def test_endpoints_import_neither_httpx_nor_the_evaluators() -> None:
+    code = (
+        "import sys, heta_eval.endpoints, heta_eval.kb.answering, heta_eval.kb.rerank, "
+        "heta_eval.kb.index.encoders; "
+        "print(sorted(m for m in ('httpx', 'heta_eval.evaluators') if m in sys.modules))"
+    )
+    assert _loaded(code) == "[]"
+
+
+def test_the_store_module_imports_without_the_engine() -> None:
+    # The writer process starts with `python -m heta_eval.kb.store_writer`: nothing heavy.
+    code = (
+        "import sys, heta_eval.kb.store_writer\n"
+        "heavy = sorted(m for m in ('pydantic', 'bm25s', 'numpy', 'heta_eval.records')"
+        " if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    assert _loaded(code) == "[]"

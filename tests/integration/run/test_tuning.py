@@ -1,13 +1,14 @@
 """Honest tuning end to end: `heta-eval -m hparams_search=bm25_optuna` tunes on the tuning
 part, evaluates the best parameters once on the test part, and links both in MLflow.
 
-Real `python -m heta_eval -m ...` subprocesses (the Optuna sweeper); the MLflow store they
-write is read back with MlflowClient, the reports from the run directories.
+`heta-eval -m ...` called in this process (the Optuna sweeper); the MLflow store it writes
+is read back with MlflowClient, the reports from the run directories.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,14 @@ from heta_eval.run.tuning import (
 )
 from heta_eval.tracking.sweep_end import BEST_RUN_TAG
 
-from .conftest import CliRunner, job_logs
+from ...cli_in_process import CliResult, call_cli
+from ...conftest import job_logs
 
 RECALL = "bm25.evidence_recall@1"
+
+# Optuna's storage module uses SQLAlchemy 1.x's `declarative_base` when imported (optuna's,
+# not ours to fix; a user's run prints the warning, this process would raise it).
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:optuna.*")
 
 
 def _store(root: Path) -> tuple[MlflowClient, list[Any]]:
@@ -38,15 +44,29 @@ def _store(root: Path) -> tuple[MlflowClient, list[Any]]:
     return client, client.search_runs([experiment.experiment_id])
 
 
+@pytest.fixture
+def search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> Callable[..., CliResult]:
+    """`heta-eval -m ARGS` in this process, outputs under tmp_path/outputs; its output caught
+    at the file descriptors, since the search runs its test part as a process of its own."""
+
+    def run(*overrides: str) -> CliResult:
+        args = ["-m", f"paths.root={tmp_path / 'outputs'}", *overrides]
+        return call_cli("heta-eval", args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capfd)
+
+    return run
+
+
 def _report(path: Path) -> EvaluationReport:
     return EvaluationReport.model_validate_json(path.read_text())
 
 
 @pytest.mark.slow
 def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
-    run_cli: CliRunner, tmp_path: Path
+    search: Callable[..., CliResult], tmp_path: Path
 ) -> None:
-    proc = run_cli("-m", "hparams_search=bm25_optuna", "hydra.sweeper.n_trials=3")
+    proc = search("hparams_search=bm25_optuna", "hydra.sweeper.n_trials=3")
     root = tmp_path / "outputs"
     assert proc.returncode == 0, proc.stderr + job_logs(root)
     client, runs = _store(root)
@@ -125,10 +145,9 @@ def test_search_tunes_on_a_held_out_part_and_tests_the_best_once(
 
 @pytest.mark.slow
 def test_search_on_scifact_tunes_on_train_qrels_and_tests_on_test_qrels(
-    run_cli: CliRunner, tmp_path: Path, scifact_dir: Path
+    search: Callable[..., CliResult], tmp_path: Path, scifact_dir: Path
 ) -> None:
-    proc = run_cli(
-        "-m",
+    proc = search(
         "hparams_search=bm25_optuna",
         "hydra.sweeper.n_trials=2",
         "benchmark=beir",

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +18,8 @@ from heta_eval.kb.store import InvalidKeyError
 from heta_eval.kb.store_writer import BackgroundStoreWriter, StoreWriteError
 from heta_eval.run.documents import BACKGROUND_WRITES_MIN_DOCUMENTS
 
-from .conftest import load_recipe
-from .reliability.conftest import write_jsonl
+from ...conftest import load_recipe
+from ...reliability.conftest import write_jsonl
 
 
 def _objects(count: int) -> dict[str, bytes]:
@@ -77,34 +75,6 @@ def test_a_failed_put_names_the_file_and_its_errno(tmp_path: Path) -> None:
     assert not (tmp_path / "raw" / "later").exists()  # it stops at the first failure
 
 
-def test_a_full_disk_in_the_writer_is_reported_as_one(tmp_path: Path) -> None:
-    # RLIMIT_FSIZE is inherited by the writer process; SIGXFSZ ignored makes writes EFBIG.
-    script = (
-        "import resource, signal, sys\n"
-        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-        "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
-        "from heta_eval.kb.store_writer import BackgroundStoreWriter\n"
-        "with BackgroundStoreWriter(sys.argv[1]) as writer:\n"
-        "    writer.put('raw/small/small.txt', b'x' * 10)\n"
-        "    writer.put('raw/big/big.txt', b'x' * 5000)\n"
-        "    try:\n"
-        "        writer.finish()\n"
-        "    except OSError as exc:\n"
-        "        print(exc.errno, exc.strerror, exc.filename, sep='|')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    code, reason, filename = done.stdout.strip().split("|")
-    assert int(code) == errno.EFBIG and reason == "File too large"
-    assert filename == str(tmp_path / "raw" / "big" / "big.txt")
-    assert (tmp_path / "raw" / "small" / "small.txt").read_bytes() == b"x" * 10
-
-
 def test_a_writer_that_dies_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
     writer = BackgroundStoreWriter(tmp_path)
     writer._process.kill()  # the process dies under a run
@@ -151,17 +121,3 @@ def test_a_runner_with_many_documents_writes_them_in_the_background(tmp_path: Pa
     # Its sources are the stored documents, in order: the report does not list their keys.
     assert not manifest.sources_listed and manifest.source_keys == ()
     assert manifest.counts["documents"] == count
-
-
-def test_the_store_module_imports_without_the_engine() -> None:
-    # The writer process starts with `python -m heta_eval.kb.store_writer`: nothing heavy.
-    code = (
-        "import sys, heta_eval.kb.store_writer\n"
-        "heavy = sorted(m for m in ('pydantic', 'bm25s', 'numpy', 'heta_eval.records')"
-        " if m in sys.modules)\n"
-        "print(heavy)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[]"

@@ -1,6 +1,7 @@
-"""Latencies say how they were measured: real runs of the sample benchmark (BM25 queries
-batched by default, one at a time with `runner.query_batch_size=1`), their report.json and
-report.html, and their MLflow metrics and case table read back with MlflowClient."""
+"""Latencies say how they were measured: real runs of the sample benchmark in this process
+(BM25 queries batched by default, one at a time with `runner.query_batch_size=1`), their
+report.json and report.html, and their MLflow metrics and case table read back with
+MlflowClient."""
 
 from __future__ import annotations
 
@@ -10,30 +11,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mlflow import MlflowClient
 
+import heta_eval
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting.html import REPORT_HTML
 
-from .conftest import CliRunner
+from ..conftest import SampleRun
+from ..runs import mlflow_client
 
 PERCENTILES = {"latency_p50_seconds", "latency_p95_seconds"}
 BATCHED = {"latency_mean_batched_seconds", "latency_batch_size"}
 
 
-def _run(run_cli: CliRunner, root: Path, *overrides: str) -> tuple[Path, EvaluationReport]:
-    proc = run_cli("recipe=bm25", *overrides, root=root)
-    assert proc.returncode == 0, proc.stderr
-    line = next(line for line in proc.stdout.splitlines() if line.startswith("report: "))
-    path = Path(line.removeprefix("report: "))
-    return path.parent, EvaluationReport.read_json(path)
+def _run(root: Path, *overrides: str) -> tuple[Path, EvaluationReport]:
+    """The sample with bm25, tracked under `root`: (run directory, report)."""
+    report = heta_eval.evaluate(
+        overrides=[f"paths.root={root}", "runner.progress=off", "recipe=bm25", *overrides]
+    )
+    return Path(report.run.output_dir or ""), report
 
 
-def _tracked(root: Path, tmp_path: Path) -> tuple[dict[str, float], dict[str, Any]]:
-    """The newest run's metrics and its case table."""
-    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("heta_eval")
-    run = client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])[0]
+def _tracked(
+    root: Path, report: EvaluationReport, tmp_path: Path
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """The metrics and the case table of `report`'s MLflow run."""
+    client = mlflow_client(root)
+    run = client.get_run(report.run.tracking.run_id or "")
     table = client.download_artifacts(run.info.run_id, "case_results.json", str(tmp_path))
     return run.data.metrics, json.loads(Path(table).read_text())
 
@@ -48,17 +51,16 @@ def _latency_section(run_dir: Path) -> str:
     return page[start : page.index("</section>", start)]
 
 
-@pytest.mark.slow
 def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
-    run_cli: CliRunner, tmp_path: Path
+    sample_run: SampleRun, tmp_path: Path
 ) -> None:
     # Default: the 48 BM25 queries retrieved in one call, each latency the call's mean.
-    batched_dir, batched = _run(run_cli, tmp_path / "batched")
+    batched_dir, batched = sample_run.run_dir, sample_run.report
     cases = [r for r in batched.case_results if r.query_mode == "bm25"]
     assert len(cases) == 48
     assert {r.latency_batch_size for r in cases} == {48}
     assert len({r.latency_seconds for r in cases}) == 1  # one batch: one share for each
-    metrics, table = _tracked(tmp_path / "batched", tmp_path / "dl-batched")
+    metrics, table = _tracked(sample_run.root, batched, tmp_path / "dl-batched")
     mean = statistics.fmean(r.latency_seconds or 0.0 for r in cases)
     assert metrics["bm25.latency_mean_batched_seconds"] == pytest.approx(mean)
     assert metrics["latency_mean_batched_seconds"] == pytest.approx(mean)  # the headline
@@ -74,13 +76,13 @@ def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
     assert "response cache" not in section  # every query retrieved in this run
 
     # runner.query_batch_size=1: every query alone, with its own latency and percentiles.
-    alone_dir, alone = _run(run_cli, tmp_path / "alone", "runner.query_batch_size=1")
+    alone_dir, alone = _run(tmp_path / "alone", "runner.query_batch_size=1")
     assert alone.run.identity.digest == batched.run.identity.digest  # type: ignore[union-attr]
     single = [r for r in alone.case_results if r.query_mode == "bm25"]
     assert {r.latency_batch_size for r in single} == {1}
     latencies = [r.latency_seconds or 0.0 for r in single]
     assert len(set(latencies)) > 1
-    metrics, table = _tracked(tmp_path / "alone", tmp_path / "dl-alone")
+    metrics, table = _tracked(tmp_path / "alone", alone, tmp_path / "dl-alone")
     assert metrics["bm25.latency_p50_seconds"] == pytest.approx(_percentile(latencies, 50))
     assert metrics["bm25.latency_p95_seconds"] == pytest.approx(_percentile(latencies, 95))
     assert metrics["latency_p50_seconds"] == metrics["bm25.latency_p50_seconds"]
@@ -101,22 +103,20 @@ def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
     assert ranked(alone) == ranked(batched)
 
 
-@pytest.mark.slow
 def test_responses_from_the_cache_keep_the_latency_and_batch_size_they_were_measured_with(
-    run_cli: CliRunner, tmp_path: Path
+    sample_run: SampleRun, tmp_path: Path
 ) -> None:
-    root = tmp_path / "outputs"
-    _, first = _run(run_cli, root)
+    root, first = sample_run.root, sample_run.report
     # Evaluated again (not the finished run reused), one query at a time: every response
     # comes from the response cache, with the latency measured in the first run's batch.
-    run_dir, again = _run(run_cli, root, "runner.query_batch_size=1", "runner.resume=false")
+    run_dir, again = _run(root, "runner.query_batch_size=1", "runner.resume=false")
     assert again.run.reused_from is None and again.run.cache["response_hits"] == 48
     measured = {r.case_id: (r.latency_seconds, r.latency_batch_size) for r in first.case_results}
     assert {r.case_id: (r.latency_seconds, r.latency_batch_size) for r in again.case_results} == (
         measured
     )
     assert set(measured.values()) == {(first.case_results[0].latency_seconds, 48)}
-    metrics, _ = _tracked(root, tmp_path / "dl")
+    metrics, _ = _tracked(root, again, tmp_path / "dl")
     assert "bm25.latency_mean_batched_seconds" in metrics
     assert "bm25.latency_p50_seconds" not in metrics
     section = _latency_section(run_dir)

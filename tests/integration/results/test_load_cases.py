@@ -1,5 +1,6 @@
-"""`heta_eval.load_cases`: case-level results of real runs as a DataFrame, from report.json
-and from MLflow (the case table, or report.json when no case table was logged)."""
+"""`heta_eval.load_cases`: case-level results of real runs (evaluated in this process) as a
+DataFrame, from report.json and from MLflow (the case table, or report.json when no case
+table was logged)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,22 @@ import heta_eval
 from heta_eval.records import EvaluationReport
 from heta_eval.tracking.runs_frame import RunsError
 
-from .conftest import CliRunner
-
 KEYS = ["unit_id", "case_id", "query_mode", "metric"]
 
 
-def _run(run_cli: CliRunner, tmp_path: Path, *overrides: str) -> tuple[Path, str]:
-    proc = run_cli("runner.limit=12", *overrides)
-    assert proc.returncode == 0, proc.stderr
-    report_path = Path(proc.stdout.split("report: ")[1].split()[0])
-    report = json.loads(report_path.read_text())
-    return report_path, report["run"]["tracking"]["run_id"]
+def _run(root: Path, *overrides: str) -> tuple[Path, str]:
+    """Evaluate 12 cases of the sample, tracked under `root`: (report.json, MLflow run id)."""
+    report = heta_eval.evaluate(
+        overrides=[f"paths.root={root}", "runner.progress=off", "runner.limit=12", *overrides]
+    )
+    report_path = Path(report.run.output_dir or "") / "report.json"
+    return report_path, json.loads(report_path.read_text())["run"]["tracking"]["run_id"]
 
 
-@pytest.mark.slow
-def test_cases_from_report_json_and_from_mlflow_agree_and_pair(
-    run_cli: CliRunner, tmp_path: Path
-) -> None:
+def test_cases_from_report_json_and_from_mlflow_agree_and_pair(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    fusion_path, fusion_run = _run(run_cli, tmp_path, "recipe=bm25_fusion")
-    bm25_path, bm25_run = _run(run_cli, tmp_path, "tracking.log_case_table=false")
+    fusion_path, fusion_run = _run(root, "recipe=bm25_fusion")
+    bm25_path, bm25_run = _run(root, "tracking.log_case_table=false")
     report = EvaluationReport.model_validate_json(fusion_path.read_text())
 
     frame = heta_eval.load_cases(fusion_path)

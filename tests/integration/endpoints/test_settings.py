@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from pydantic import ValidationError
 
@@ -13,8 +10,6 @@ from heta_eval.evaluators import LLMJudge
 from heta_eval.kb import LLMAnswerer
 from heta_eval.kb.index.encoders import OpenAIEmbeddingEncoder
 from heta_eval.kb.rerank import EndpointReranker
-
-from .conftest import REPO
 
 URL = "http://127.0.0.1:1/v1"
 SECRET = "sk-test-SECRET-5d1b9a20"
@@ -70,15 +65,3 @@ def test_each_endpoint_user_builds_its_client_from_one_record() -> None:
     assert encoder._client.settings == judge.client.settings.model_copy(
         update={"max_concurrency": 4}
     )
-
-
-def test_endpoints_import_neither_httpx_nor_the_evaluators() -> None:
-    code = (
-        "import sys, heta_eval.endpoints, heta_eval.kb.answering, heta_eval.kb.rerank, "
-        "heta_eval.kb.index.encoders; "
-        "print(sorted(m for m in ('httpx', 'heta_eval.evaluators') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-    )
-    assert out.stdout.strip() == "[]"
