@@ -5,6 +5,7 @@ run, user JSON Lines files without tracking, and `--help`."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,14 @@ import pytest
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.records import EvaluationReport
 
-from ...conftest import InProcessCli
-from ..conftest import SampleRun
+from ...cli_in_process import ENTRY_POINTS, call_cli
+from ...conftest import REPO, InProcessCli
+from ..conftest import SharedRun
 from ..runs import mlflow_client, printed_report, tracked_runs
 
 
 def test_default_run_prints_scores_and_logs_everything_to_mlflow(
-    sample_run: SampleRun, tmp_path: Path
+    sample_run: SharedRun, tmp_path: Path
 ) -> None:
     out, report, run, root = (
         sample_run.cli.stdout,
@@ -27,6 +29,7 @@ def test_default_run_prints_scores_and_logs_everything_to_mlflow(
         sample_run.root,
     )
     assert "evidence_recall@1" in out and "48 case results (0 failed)" in out
+    assert run is not None
     client = mlflow_client(root)
     experiment = client.get_experiment_by_name("heta_eval")
     assert experiment.artifact_location == (root / "mlruns").as_uri()
@@ -114,3 +117,19 @@ def test_help_lists_the_config_groups(cli: InProcessCli) -> None:
     assert proc.returncode == 0
     for group in ("benchmark:", "recipe:", "evaluator:", "runner:", "tracking:"):
         assert group in proc.stdout
+
+
+def test_the_console_scripts_called_here_are_the_declared_ones() -> None:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == ENTRY_POINTS
+
+
+def test_a_sweep_under_the_default_root_checks_every_job_before_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No paths.root: the default, `${hydra:runtime.cwd}/outputs`, resolved before any job ran.
+    args = ["-m", "recipe.chunk_size=16,-3", "tracking=none"]
+    result = call_cli("heta-eval", args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert result.returncode == 2, result.stderr
+    assert "invalid configuration of sweep job 1 of 2 (recipe.chunk_size=-3" in result.stderr
+    assert not list(tmp_path.rglob("report.json"))
