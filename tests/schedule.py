@@ -19,7 +19,7 @@ import pytest
 
 HEAVIEST = (
     "tests/test_suites.py",
-    "tests/test_docs_commands.py",
+    "tests/integration/docs/test_doc_blocks.py",
     "tests/test_ray.py",
     "tests/test_sweeps.py",
     "tests/test_mlflow_views.py",
@@ -35,7 +35,7 @@ HEAVIEST = (
     "tests/reliability/test_kill_resume.py",
     "tests/integration/compare/test_real_runs.py",
     "tests/reliability/test_bad_data.py",
-    "tests/test_replay.py",
+    "tests/integration/kb/test_replay.py",
     "tests/test_ui_views.py",
     "tests/test_tracking_service.py",
     "tests/test_resume.py",

@@ -45,9 +45,7 @@ from heta_eval.tracking.runs_frame import (
     select_columns,
     write_frame,
 )
-from tests.conftest import user_env
-
-from .test_report_html import run_heta_eval
+from tests.conftest import run_heta_eval, user_env
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Fixtures of the in-process tests: one tracked `heta-eval` run of the sample benchmark,
-made once per test process, that many tests read."""
+"""Fixtures of the in-process tests: runs made once per test process that many tests read
+(a tracked `heta-eval` run of the sample benchmark, an untracked BM25 run of SciFact)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from .runs import printed_report, tracked_runs
 
 
 @dataclass(frozen=True)
-class SampleRun:
-    """`heta-eval runner.progress=off` under `root`: what it printed, its report, its
-    MLflow run (the store's only run when the fixture made it)."""
+class SharedRun:
+    """A `heta-eval` run under `root`: what it printed, its report, its MLflow run (the
+    store's only run when the fixture made it; None when untracked)."""
 
     root: Path
     cli: CliResult
     report: EvaluationReport
-    tracked: Run
+    tracked: Run | None
 
     @property
     def run_dir(self) -> Path:
@@ -31,7 +31,7 @@ class SampleRun:
 
 
 @pytest.fixture(scope="session")
-def sample_run(tmp_path_factory: pytest.TempPathFactory) -> SampleRun:
+def sample_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     """The default evaluation (sample benchmark, bm25, tracked in SQLite), once per process.
     Tests read it; a test that runs more commands on its root finds this run by its id (the
     store then holds more runs), and expects no other test's runs there but its own."""
@@ -40,4 +40,17 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> SampleRun:
     result = call_cli_once("heta-eval", [f"paths.root={root}", "runner.progress=off"], cwd=cwd)
     assert result.returncode == 0, result.stderr
     (tracked,) = tracked_runs(root)
-    return SampleRun(root, result, printed_report(result.stdout), tracked)
+    return SharedRun(root, result, printed_report(result.stdout), tracked)
+
+
+@pytest.fixture(scope="session")
+def scifact_bm25(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """`heta-eval benchmark=beir benchmark.data_root=SCIFACT recipe=bm25 tracking=none`, once
+    per process (its `tracked` is None: nothing tracked)."""
+    cwd = tmp_path_factory.mktemp("scifact-bm25")
+    root = cwd / "outputs"
+    args = [f"paths.root={root}", "benchmark=beir", "benchmark.dataset=scifact"]
+    args += [f"benchmark.data_root={scifact_dir}", "recipe=bm25", "tracking=none"]
+    result = call_cli_once("heta-eval", args, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return SharedRun(root, result, printed_report(result.stdout), None)

@@ -1,42 +1,35 @@
-"""The guide's worked examples (examples/) compose, instantiate and run, and the configuration
-reference (docs/configuration.md) names every option of conf/ with its default."""
+"""The guide's worked examples (examples/) compose, instantiate and run, in this process."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from hydra import compose, initialize_config_dir
-from mlflow.tracking import MlflowClient
 
 from examples.custom_benchmark import RiversBenchmark
 from examples.custom_evaluator import AnswerReciprocalRank
 from examples.custom_recipe import ParagraphChunker
+from examples.trec_eval_check import main as trec_eval_check
 from heta_eval.benchmarks import BenchmarkDataError
 from heta_eval.kb import MarkdownParser, RawSource
 from heta_eval.protocol import BenchmarkEvaluatorProtocol, BenchmarkProtocol
 from heta_eval.records import (
     BenchmarkCase,
     BenchmarkExpected,
-    EvaluationReport,
     QueryResponse,
     QueryResult,
     SourceRef,
 )
 from heta_eval.run.assembly import assemble
 
-from .conftest import REPO, CliRunner, load_benchmark
+from ..conftest import REPO, InProcessCli, load_benchmark
+from .runs import printed_report, tracked_runs
 
 EXAMPLES_CONF = REPO / "examples" / "conf"
 SEARCHPATH = f"hydra.searchpath=[file://{EXAMPLES_CONF}]"
-CONFIGURATION_DOC = REPO / "docs" / "configuration.md"
-DOC = "docs/configuration.md"
 
 
 def _compose(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-def]
@@ -162,22 +155,19 @@ def test_the_example_recipes_and_evaluator_compose_and_run(tmp_path: Path) -> No
     assert isinstance(paragraphs.recipe.create_chunker(), ParagraphChunker)
 
 
-@pytest.mark.slow
-def test_the_extending_guide_command_runs_the_examples(run_cli: CliRunner, tmp_path: Path) -> None:
+def test_the_extending_guide_command_runs_the_examples(cli: InProcessCli, tmp_path: Path) -> None:
     # What docs/extending.md shows, from the repository root; here cwd is tmp_path, so the search
     # path is absolute and a copy of examples/ is not needed: the editable install (or
     # PYTHONPATH) makes `examples` importable.
-    proc = run_cli(SEARCHPATH, "benchmark=rivers", "recipe=paragraphs", "evaluator=answer_rank")
+    proc = cli(SEARCHPATH, "benchmark=rivers", "recipe=paragraphs", "evaluator=answer_rank")
     assert proc.returncode == 0, proc.stderr
-    report_line = next(x for x in proc.stdout.splitlines() if x.startswith("report: "))
-    report = EvaluationReport.read_json(Path(report_line.removeprefix("report: ")))
+    report = printed_report(proc.stdout)
     assert report.benchmark.name == "rivers" and report.recipe_manifest["name"] == "paragraphs"
     summary = report.score_summary
     assert summary["bm25.evidence_recall@3"] == 1.0
     assert summary["bm25.answer_mrr@10"] == pytest.approx(0.95)
     assert report.score_slices  # by topic, as the adapter's slice_by asks
-    client = MlflowClient(f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
-    (run,) = client.search_runs(client.get_experiment_by_name("heta_eval").experiment_id)
+    (run,) = tracked_runs(tmp_path / "outputs")
     assert run.data.metrics["bm25.answer_mrr_at_10"] == pytest.approx(0.95)
     assert run.data.params["benchmark._target_"] == "examples.custom_benchmark.RiversBenchmark"
 
@@ -199,94 +189,17 @@ def _tiny_beir(root: Path) -> Path:
     return root
 
 
-def test_the_trec_eval_check_agrees_on_a_beir_run(run_cli: CliRunner, tmp_path: Path) -> None:
+def test_the_trec_eval_check_agrees_on_a_beir_run(
+    cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = _tiny_beir(tmp_path / "tiny")
-    proc = run_cli(
+    proc = cli(
         "benchmark=beir", "benchmark.dataset=tiny", f"benchmark.data_root={data}", "tracking=none"
     )
     assert proc.returncode == 0, proc.stderr
     report = next(x for x in proc.stdout.splitlines() if x.startswith("report: "))[8:]
-    check = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "examples" / "trec_eval_check.py"),
-            report,
-            str(data / "qrels" / "test.tsv"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
-    assert "4 judged queries" in check.stdout and "agree with trec_eval" in check.stdout
-
-
-# --- the configuration reference's tables -------------------------------------------------------
-
-_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*?)\s*\|", re.MULTILINE)
-
-
-def _section(text: str, heading: str, level: int) -> str:
-    """The text under the first heading of `level` that contains `heading`."""
-    marks = "#" * level
-    pattern = re.compile(rf"^{marks} [^\n]*{re.escape(heading)}[^\n]*$", re.MULTILINE)
-    match = pattern.search(text)
-    assert match, f"docs/configuration.md has no {marks} heading with {heading!r}"
-    end = re.compile(rf"^#{{1,{level}}} ", re.MULTILINE).search(text, match.end())
-    return text[match.end() : end.start() if end else len(text)]
-
-
-def _rows(text: str) -> dict[str, str]:
-    """Table rows `| `name` | default | ...` as {name: default cell}."""
-    return {m.group(1): m.group(2) for m in _ROW.finditer(text)}
-
-
-def _default(cell: str) -> object:
-    assert cell.startswith("`") and cell.endswith("`"), f"default {cell!r} is not in backticks"
-    return yaml.safe_load(cell.strip("`"))
-
-
-def _keys(path: Path) -> dict[str, object]:
-    data = yaml.safe_load(path.read_text())
-    return {k: v for k, v in data.items() if k not in ("_target_", "defaults")}
-
-
-@pytest.fixture(scope="module")
-def configuration() -> str:
-    return _section(CONFIGURATION_DOC.read_text(encoding="utf-8"), "Configuration", 1)
-
-
-@pytest.mark.parametrize(
-    ("heading", "path"),
-    [("`runner`", "runner/default.yaml"), ("`tracking`", "tracking/mlflow.yaml")],
-)
-def test_the_readme_documents_every_option_with_its_default(
-    configuration: str, heading: str, path: str
-) -> None:
-    rows = _rows(_section(configuration, heading, 2))
-    for key, value in _keys(REPO / "conf" / path).items():
-        assert key in rows, f"{DOC}: the {heading} table has no row for `{key}` ({path})"
-        assert _default(rows[key]) == value, f"{DOC}: `{key}` default differs from {path}"
-
-
-@pytest.mark.parametrize("path", sorted((REPO / "conf" / "benchmark").glob("*.yaml")), ids=str)
-def test_the_readme_documents_every_benchmark_option(configuration: str, path: Path) -> None:
-    rows = _rows(_section(_section(configuration, "`benchmark`", 2), f"`{path.stem}`", 3))
-    for key, value in _keys(path).items():
-        assert key in rows, f"{DOC}: benchmark `{path.stem}` has no row for `{key}`"
-        assert _default(rows[key]) == value, f"{DOC}: `{key}` default differs from {path.name}"
-
-
-def test_the_readme_documents_every_recipe_key(configuration: str) -> None:
-    rows = _rows(_section(configuration, "`recipe`", 2))
-    keys = {k for p in (REPO / "conf" / "recipe").glob("*.yaml") for k in _keys(p)}
-    missing = sorted(keys - set(rows))
-    assert not missing, f"{DOC}: the `recipe` table lacks {missing}"
-
-
-def test_the_readme_documents_the_evaluator_group_and_top_level_keys(configuration: str) -> None:
-    rows = _rows(_section(configuration, "`evaluator`", 2))
-    for path in (REPO / "conf" / "evaluator").glob("*.yaml"):
-        assert set(_keys(path)) <= set(rows), f"{DOC}: the `evaluator` table lacks keys of {path}"
-    top = _rows(_section(configuration, "`paths`", 2))
-    assert {"paths.root", "optimized_metric"} <= set(top)
+    # examples/trec_eval_check.py's main, as `python examples/trec_eval_check.py` calls it.
+    status = trec_eval_check([report, str(data / "qrels" / "test.tsv")])
+    check = capsys.readouterr()
+    assert status == 0, check.out + check.err
+    assert "4 judged queries" in check.out and "agree with trec_eval" in check.out

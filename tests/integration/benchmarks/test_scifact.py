@@ -1,34 +1,27 @@
-"""SciFact (BEIR, test split) with the bm25 recipe reproduces the published BM25 numbers,
-and every BEIR metric agrees with trec_eval (pytrec_eval) query by query."""
+"""SciFact (BEIR, test split) with the bm25 recipe, run from the command line in this process,
+reproduces the published BM25 numbers, and every BEIR metric agrees with trec_eval
+(pytrec_eval) query by query."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 import pytrec_eval
 
-from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
-from heta_eval.benchmarks import BeirBenchmark
+from heta_eval import EvaluationReport
 from heta_eval.benchmarks.beir import read_qrels
 
-from .conftest import CliRunner, load_recipe
+from ..conftest import SharedRun
+from ..runs import printed_report
 
+# Every test reads an evaluation of the 5,183 SciFact documents (over 5 s).
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def scifact_report(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> EvaluationReport:
-    tmp = tmp_path_factory.mktemp("scifact")
-    bench = BeirBenchmark(dataset="scifact", data_root=scifact_dir)
-    runner = BenchmarkRunner(
-        benchmark=bench,
-        recipe=load_recipe(),
-        evaluators=bench.evaluators(),
-        settings=RunnerSettings(output_dir=tmp / "run", store_dir=tmp / "store"),
-    )
-    return asyncio.run(runner.run())
+def scifact_report(scifact_bm25: SharedRun) -> EvaluationReport:
+    return scifact_bm25.report
 
 
 def test_published_bm25_numbers_are_reproduced(scifact_report: EvaluationReport) -> None:
@@ -70,17 +63,9 @@ def test_metrics_agree_with_trec_eval_per_query(
         assert result.score("mrr@10") == pytest.approx(rr if rr >= 0.1 else 0.0, abs=1e-9)
 
 
-def test_the_command_line_run_reproduces_it(run_cli: CliRunner, scifact_dir: Path) -> None:
-    proc = run_cli(
-        "benchmark=beir",
-        "benchmark.dataset=scifact",
-        f"benchmark.data_root={scifact_dir}",
-        "recipe=bm25",
-        "tracking=none",
-    )
-    assert proc.returncode == 0, proc.stderr
-    report_line = next(x for x in proc.stdout.splitlines() if x.startswith("report: "))
-    report = EvaluationReport.read_json(Path(report_line.removeprefix("report: ")))
+def test_the_command_line_run_reproduces_it(scifact_bm25: SharedRun) -> None:
+    assert scifact_bm25.cli.returncode == 0, scifact_bm25.cli.stderr
+    report = printed_report(scifact_bm25.cli.stdout)
     assert report.benchmark.name == "beir-scifact"
     assert report.score_summary["bm25.ndcg@10"] == pytest.approx(0.687, abs=0.01)
     assert report.score_summary["bm25.recall@100"] == pytest.approx(0.91, abs=0.02)

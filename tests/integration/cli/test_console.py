@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 from ...conftest import InProcessCli
-from ..conftest import SampleRun
+from ..conftest import SharedRun
 from ..runs import report_path
 
 
 def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
-    sample_run: SampleRun,
+    sample_run: SharedRun,
 ) -> None:
     out = sample_run.cli.stdout
     header = next(line for line in out.splitlines() if "query mode" in line)
@@ -31,11 +31,11 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
     root = sample_run.root
     tracking = next(x for x in out.splitlines() if x.startswith("tracking: "))
     assert f"mlflow ui --backend-store-uri sqlite:///{root / 'mlflow.db'}" in tracking
-    assert sample_run.tracked.info.run_id in tracking
+    assert sample_run.tracked is not None and sample_run.tracked.info.run_id in tracking
 
 
 def test_runs_from_the_caches_and_reused_runs_say_so(
-    cli: InProcessCli, sample_run: SampleRun
+    cli: InProcessCli, sample_run: SharedRun
 ) -> None:
     # The sample run's configuration again, evaluated anew from its caches.
     again = cli("runner.progress=off", "runner.resume=false", "tracking=none", root=sample_run.root)

@@ -1,12 +1,11 @@
-"""The LLM answerer end to end: `recipe=bm25_llm` against an OpenAI-compatible server
-process over real HTTP, on a UDA subset scored by UDA's own answer and evidence metrics; the
-recorded answers, exported from the MLflow run, replay to the same scores without a server."""
+"""The LLM answerer end to end, in this process: `recipe=bm25_llm` against an
+OpenAI-compatible server (a thread) over real HTTP, on a UDA subset scored by UDA's own answer
+and evidence metrics; the recorded answers, exported from the MLflow run, replay to the same
+scores without a server."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,44 +13,25 @@ import pytest
 
 from heta_eval import EvaluationReport
 
-from .conftest import REPO, SHARED, user_env
+from ...cli_in_process import CliResult
+from ...conftest import SHARED, InProcessCli
+from ...openai_server import first_passage, serve_chat
 
 UDA = SHARED / "datasets" / "uda"
 
 
 @pytest.fixture(scope="module")
 def answer_server() -> Iterator[str]:
-    """A chat server in its own process, answering with the first words of passage [1]."""
+    """A chat server on a thread, answering with the first words of passage [1]."""
     if not (UDA / "extended_qa_info_bench" / "bench_nq_qa.json").is_file():
         pytest.skip(f"the UDA dataset tree is not at {UDA}")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.openai_server", "first_passage"],
-        cwd=REPO,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        yield server.stdout.readline().strip()
-    finally:
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.close()
-        server.wait(timeout=30)
-        server.stdout.close()
+    with serve_chat(first_passage) as state:
+        yield state.base_url
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env=user_env(PYTHONWARNINGS="ignore::DeprecationWarning"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+def _ok(result: CliResult) -> CliResult:
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
 
 
 def _report(run_dir: Path) -> EvaluationReport:
@@ -60,18 +40,18 @@ def _report(run_dir: Path) -> EvaluationReport:
 
 @pytest.mark.slow
 def test_llm_answers_are_scored_by_uda_and_replay_to_the_same_scores(
-    answer_server: str, tmp_path: Path
+    answer_server: str, cli: InProcessCli, tmp_path: Path
 ) -> None:
     from mlflow import MlflowClient
 
     out = tmp_path / "out"
     uda = ["benchmark=uda", "benchmark.subset=nq", f"benchmark.data_root={UDA}"]
-    _cli(
-        "-m", "heta_eval", f"paths.root={out}", *uda, "recipe=bm25_llm",
+    _ok(cli(
+        *uda, "recipe=bm25_llm",
         f"recipe.answerer.base_url={answer_server}", "recipe.answerer.api_key_env=null",
         "recipe.answerer.model=local-test", f"recipe.answerer.cache_dir={tmp_path / 'answers'}",
-        cwd=tmp_path,
-    )  # fmt: skip
+        root=out,
+    ))  # fmt: skip
     uri = f"sqlite:///{out / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     (tracked,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
@@ -86,10 +66,10 @@ def test_llm_answers_are_scored_by_uda_and_replay_to_the_same_scores(
     )
 
     predictions = tmp_path / "llm.jsonl"
-    proc = _cli(
-        "-m", "heta_eval.cli.export_predictions", tracked.info.run_id, "--tracking-uri", uri,
-        "-o", str(predictions), cwd=tmp_path,
-    )  # fmt: skip
+    proc = _ok(cli(
+        tracked.info.run_id, "--tracking-uri", uri, "-o", str(predictions),
+        program="heta-eval-export-predictions",
+    ))  # fmt: skip
     assert "9 predictions of query mode 'bm25'" in proc.stdout
     lines = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert {(p["unit_id"], p["case_id"]): p["answer"] for p in lines} == {
@@ -98,10 +78,15 @@ def test_llm_answers_are_scored_by_uda_and_replay_to_the_same_scores(
 
     # No server needed to score them again: the answerer is not part of a replay.
     replay_out = tmp_path / "replay"
-    _cli(
-        "-m", "heta_eval", f"paths.root={replay_out}", *uda, "recipe=replay",
-        f"recipe.predictions={predictions}", "tracking=none", cwd=tmp_path,
-    )  # fmt: skip
+    _ok(
+        cli(
+            *uda,
+            "recipe=replay",
+            f"recipe.predictions={predictions}",
+            "tracking=none",
+            root=replay_out,
+        )
+    )
     (replay_dir,) = {p.parent for p in (replay_out / "runs").rglob("report.json")}
     replayed = _report(replay_dir)
     assert not replayed.failed_cases

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,18 +18,10 @@ from heta_eval import EvaluationReport
 from heta_eval.config.resolve import ConfigError
 from heta_eval.run.runner import BenchmarkError
 
-from .conftest import user_env
-
-
-def _cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env=user_env(PYTHONWARNINGS="ignore::DeprecationWarning"),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from ...cli_in_process import call_cli_once
+from ...conftest import InProcessCli
+from ..conftest import SharedRun
+from ..runs import report_path
 
 
 def _evaluate(root: Path, *overrides: str) -> EvaluationReport:
@@ -50,16 +40,13 @@ def _trec_lines(report: EvaluationReport, tag: str = "heta") -> list[str]:
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvaluationReport, Path]:
     """The sample benchmark with BM25 and extractive answers, and its exported predictions
-    (written by the console script's module, as a user runs it)."""
+    (written by the console script, as a user runs it)."""
     root = tmp_path_factory.mktemp("replay-sample")
     report = _evaluate(root, "recipe=bm25_extractive", "evaluator=with_answers")
     predictions = root / "predictions.jsonl"
-    proc = _cli(
-        "-m",
-        "heta_eval.cli.export_predictions",
-        report.run.output_dir,
-        "-o",
-        str(predictions),
+    proc = call_cli_once(
+        "heta-eval-export-predictions",
+        [str(report.run.output_dir), "-o", str(predictions)],
         cwd=root,
     )
     assert proc.returncode == 0, proc.stderr
@@ -111,7 +98,9 @@ def test_evidence_metrics_read_the_retrieved_text_a_file_gives(sample, tmp_path:
 
 
 @pytest.mark.slow
-def test_a_run_file_with_predictions_names_what_it_lacks(sample, tmp_path: Path) -> None:
+def test_a_run_file_with_predictions_names_what_it_lacks(
+    sample, cli: InProcessCli, tmp_path: Path
+) -> None:
     """Ranking from the TREC run, answers from the predictions; a docid outside the corpus is
     counted and named (ranked as non-relevant), a case without a line fails, named; the
     result is tracked in MLflow like any run."""
@@ -122,10 +111,9 @@ def test_a_run_file_with_predictions_names_what_it_lacks(sample, tmp_path: Path)
     lines.append(f"{original.case_results[1].case_id} Q0 no-such-doc 0 99.0 heta")
     run = tmp_path / "run.trec"
     run.write_text("\n".join(lines) + "\n")
-    proc = _cli(
-        "-m", "heta_eval", f"paths.root={tmp_path / 'out'}", "recipe=replay",
-        f"recipe.run={run}", f"recipe.predictions={predictions}", "evaluator=with_answers",
-        cwd=tmp_path,
+    proc = cli(
+        "recipe=replay", f"recipe.run={run}", f"recipe.predictions={predictions}",
+        "evaluator=with_answers", root=tmp_path / "out",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{run}: 1 retrieved docid(s) not in the corpus" in proc.stdout
@@ -228,7 +216,7 @@ def test_a_changed_file_is_a_new_run_the_same_file_is_reused(sample, tmp_path: P
 
 @pytest.mark.slow
 def test_a_scifact_run_file_scores_as_trec_eval_and_compares_with_bm25(
-    scifact_dir: Path, tmp_path: Path
+    scifact_dir: Path, scifact_bm25: SharedRun, cli: InProcessCli, tmp_path: Path
 ) -> None:
     import pytrec_eval
 
@@ -236,10 +224,7 @@ def test_a_scifact_run_file_scores_as_trec_eval_and_compares_with_bm25(
 
     beir = ["benchmark=beir", "benchmark.dataset=scifact", f"benchmark.data_root={scifact_dir}"]
     out = tmp_path / "out"
-    proc = _cli("-m", "heta_eval", f"paths.root={out}", *beir, "recipe=bm25", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (bm25_report,) = list((out / "runs").rglob("report.json"))
-    bm25 = EvaluationReport.model_validate_json(bm25_report.read_text())
+    bm25_report, bm25 = report_path(scifact_bm25.cli.stdout), scifact_bm25.report
 
     # The run file a BM25 system wrote: top 100 per query, ranks from 1, real scores, and
     # one docid that is not in the corpus, ranked first for one query.
@@ -248,13 +233,10 @@ def test_a_scifact_run_file_scores_as_trec_eval_and_compares_with_bm25(
     lines.insert(0, f"{first_qid} Q0 NOT-A-DOC 0 1000.0 bm25s")
     run = tmp_path / "scifact.trec"
     run.write_text("\n".join(lines) + "\n")
-    proc = _cli(
-        "-m", "heta_eval", f"paths.root={out}", *beir, "recipe=replay", f"recipe.run={run}",
-        cwd=tmp_path,
-    )  # fmt: skip
+    proc = cli(*beir, "recipe=replay", f"recipe.run={run}", root=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{run}: 1 retrieved docid(s) not in the corpus" in proc.stdout
-    (replay_report,) = [p for p in (out / "runs").rglob("report.json") if p != bm25_report]
+    (replay_report,) = list((out / "runs").rglob("report.json"))
     replayed = EvaluationReport.model_validate_json(replay_report.read_text())
     assert not replayed.failed_cases and len(replayed.case_results) == 300
 
@@ -273,10 +255,9 @@ def test_a_scifact_run_file_scores_as_trec_eval_and_compares_with_bm25(
     # The extra first-ranked docid costs the one query a little; the rest are the same.
     assert replayed.score_summary["replay.ndcg@10"] <= bm25.score_summary["bm25.ndcg@10"]
 
-    proc = _cli(
-        "-m", "heta_eval.cli.compare", str(bm25_report.parent), str(replay_report.parent),
-        "--metrics", "ndcg@10", "--resamples", "1000", "--out", str(tmp_path / "cmp"),
-        cwd=tmp_path,
+    proc = cli(
+        str(bm25_report.parent), str(replay_report.parent), "--metrics", "ndcg@10",
+        "--resamples", "1000", "--out", str(tmp_path / "cmp"), program="heta-eval-compare",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())

@@ -1,12 +1,12 @@
-"""report.html: written by a real CLI run, logged to MLflow, self-contained, escaped, capped in
-size, and rendered by headless Chromium into a screenshot that is not blank."""
+"""report.html: written by a real `heta-eval` run in this process, logged to MLflow,
+self-contained, escaped, capped in size, and rendered by headless Chromium into a screenshot
+that is not blank."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,9 @@ from heta_eval.records import EvaluationReport
 from heta_eval.reporting import REPORT_HTML, render_html, write_html_report
 from heta_eval.reporting.data import WORST_CASES
 
-from .browser import CHROMIUM, chromium
-from .conftest import user_env
+from ...browser import CHROMIUM, chromium
+from ...cli_in_process import call_cli_once
+from ..runs import report_path
 
 # Three query modes, an extractive answerer and answer metrics: every section has content.
 SAMPLE_RUN = (
@@ -27,42 +28,20 @@ SAMPLE_RUN = (
 )
 
 
-def run_heta_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m heta_eval` with everything under `cwd/outputs` (as conftest's run_cli)."""
-    env = user_env()
-    env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
-    flags = [a for a in args if a.startswith("-")]
-    overrides = [a for a in args if not a.startswith("-")]
-    return subprocess.run(
-        [sys.executable, "-m", "heta_eval", *flags, f"paths.root={cwd / 'outputs'}", *overrides],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def report_path(stdout: str) -> Path:
-    line = next(line for line in stdout.splitlines() if line.startswith("report: "))
-    return Path(line.removeprefix("report: "))
-
-
 @pytest.fixture(scope="module")
-def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvaluationReport]:
+def answered_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvaluationReport]:
     """One real run of the sample benchmark: (its run directory, its report)."""
     cwd = tmp_path_factory.mktemp("report-html")
-    proc = run_heta_eval(cwd, *SAMPLE_RUN)
+    proc = call_cli_once("heta-eval", [f"paths.root={cwd / 'outputs'}", *SAMPLE_RUN], cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     path = report_path(proc.stdout)
     return path.parent, EvaluationReport.read_json(path)
 
 
-@pytest.mark.slow
 def test_a_run_writes_report_html_and_logs_it_to_mlflow(
-    sample_run: tuple[Path, EvaluationReport], tmp_path: Path
+    answered_run: tuple[Path, EvaluationReport], tmp_path: Path
 ) -> None:
-    run_dir, report = sample_run
+    run_dir, report = answered_run
     page = (run_dir / REPORT_HTML).read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "sample/1/test · recipe bm25_fusion" in page
@@ -98,9 +77,9 @@ def test_a_run_writes_report_html_and_logs_it_to_mlflow(
 
 
 def test_worst_cases_show_the_expected_answer_evidence_and_provenance(
-    sample_run: tuple[Path, EvaluationReport],
+    answered_run: tuple[Path, EvaluationReport],
 ) -> None:
-    run_dir, report = sample_run
+    run_dir, report = answered_run
     page = (run_dir / REPORT_HTML).read_text(encoding="utf-8")
     worst = next(r for r in report.case_results if r.case_id == "astronomy-q12")
     assert worst.expected is not None and worst.expected.answers == ("Gerard Kuiper", "Kuiper")
@@ -119,11 +98,11 @@ def test_worst_cases_show_the_expected_answer_evidence_and_provenance(
 
 
 def test_the_page_a_run_writes_is_the_page_drawn_in_one_process(
-    sample_run: tuple[Path, EvaluationReport], tmp_path: Path
+    answered_run: tuple[Path, EvaluationReport], tmp_path: Path
 ) -> None:
     """The run renders the text itself and has a worker process draw the figures from their
     data: the page it wrote is the one drawn here in one go, figure for figure."""
-    run_dir, report = sample_run
+    run_dir, report = answered_run
     written = (run_dir / REPORT_HTML).read_text(encoding="utf-8")
     here = write_html_report(report, tmp_path / REPORT_HTML).read_text(encoding="utf-8")
     assert "heta-figure" not in written
@@ -132,8 +111,8 @@ def test_the_page_a_run_writes_is_the_page_drawn_in_one_process(
     assert written == here
 
 
-def test_text_from_data_is_escaped(sample_run: tuple[Path, EvaluationReport]) -> None:
-    _, report = sample_run
+def test_text_from_data_is_escaped(answered_run: tuple[Path, EvaluationReport]) -> None:
+    _, report = answered_run
     first = report.case_results[0]
     hostile = first.model_copy(
         update={
@@ -158,9 +137,9 @@ def test_text_from_data_is_escaped(sample_run: tuple[Path, EvaluationReport]) ->
 
 
 def test_a_report_without_expected_fields_still_renders(
-    sample_run: tuple[Path, EvaluationReport],
+    answered_run: tuple[Path, EvaluationReport],
 ) -> None:
-    _, report = sample_run
+    _, report = answered_run
     # Reports written before case results carried `expected` have no such field.
     data = report.model_dump(mode="json")
     for result in data["case_results"]:
@@ -172,9 +151,9 @@ def test_a_report_without_expected_fields_still_renders(
 
 
 def test_a_report_of_10k_case_results_stays_small(
-    sample_run: tuple[Path, EvaluationReport], tmp_path: Path
+    answered_run: tuple[Path, EvaluationReport], tmp_path: Path
 ) -> None:
-    _, report = sample_run
+    _, report = answered_run
     copies = -(-10_000 // len(report.case_results))
     many = tuple(
         r.model_copy(update={"case_id": f"{r.case_id}-{i}"})
@@ -200,11 +179,11 @@ def screenshot(page: Path, png: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless Chromium not installed ({CHROMIUM})")
 def test_report_renders_in_headless_chromium(
-    sample_run: tuple[Path, EvaluationReport], tmp_path: Path
+    answered_run: tuple[Path, EvaluationReport], tmp_path: Path
 ) -> None:
     from PIL import Image, ImageStat
 
-    run_dir, _ = sample_run
+    run_dir, _ = answered_run
     page = tmp_path / REPORT_HTML
     shutil.copyfile(run_dir / REPORT_HTML, page)
     png = tmp_path / "report-screenshot.png"

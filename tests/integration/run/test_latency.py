@@ -16,7 +16,7 @@ import heta_eval
 from heta_eval.records import EvaluationReport
 from heta_eval.reporting.html import REPORT_HTML
 
-from ..conftest import SampleRun
+from ..conftest import SharedRun
 from ..runs import mlflow_client
 
 PERCENTILES = {"latency_p50_seconds", "latency_p95_seconds"}
@@ -52,7 +52,7 @@ def _latency_section(run_dir: Path) -> str:
 
 
 def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
-    sample_run: SampleRun, tmp_path: Path
+    sample_run: SharedRun, tmp_path: Path
 ) -> None:
     # Default: the 48 BM25 queries retrieved in one call, each latency the call's mean.
     batched_dir, batched = sample_run.run_dir, sample_run.report
@@ -104,7 +104,7 @@ def test_batched_latencies_are_labelled_and_one_at_a_time_gives_percentiles(
 
 
 def test_responses_from_the_cache_keep_the_latency_and_batch_size_they_were_measured_with(
-    sample_run: SampleRun, tmp_path: Path
+    sample_run: SharedRun, tmp_path: Path
 ) -> None:
     root, first = sample_run.root, sample_run.report
     # Evaluated again (not the finished run reused), one query at a time: every response
