@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import io
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -92,6 +93,7 @@ def _call(
     from hydra.core.global_hydra import GlobalHydra
 
     saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved_environment = dict(os.environ)  # what a command sets there ends with its process
     root_handlers = list(logging.getLogger().handlers)
     with monkeypatch.context() as patch:
         patch.chdir(cwd)
@@ -103,6 +105,10 @@ def _call(
             code = _status(exc.code)
         finally:
             GlobalHydra.instance().clear()
+            _end_sweep_sharing()
+            if os.environ != saved_environment:
+                os.environ.clear()
+                os.environ.update(saved_environment)
             for sig, handler in saved_signals.items():
                 signal.signal(sig, handler)
             root = logging.getLogger()
@@ -111,3 +117,15 @@ def _call(
                     root.removeHandler(handler)
                     handler.close()
     return code
+
+
+def _end_sweep_sharing() -> None:
+    """The jobs of a sweep share the workers of the process that launched them
+    (`heta_eval.run.sweep_workers`), which stays a sweep process until it exits; here that
+    process is the test process: stop sharing when the command ends, as its exit would, or
+    every later run in it would hand its report.html and MLflow run to those workers and
+    return before they are written."""
+    workers = sys.modules.get("heta_eval.run.sweep_workers")
+    if workers is not None and workers.enabled():
+        workers.shutdown()
+        workers._enabled = False  # what a new process starts with
