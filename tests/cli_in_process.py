@@ -7,8 +7,11 @@ script itself) uses `run_cli` (a subprocess) instead; everything else uses `cli`
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -57,24 +60,55 @@ def call_cli(
     cwd: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    main: Callable[[], object] | None = None,
 ) -> CliResult:
-    """Run one console script's `main` with `args` in `cwd`; its output and exit status."""
+    """Run one console script's `main` with `args` in `cwd`; its output and exit status.
+    `main`: another function run as `program` (e.g. a plain Hydra app to compare with)."""
+    capsys.readouterr()
+    code = _call(main or _entry(program), program, args, cwd, monkeypatch)
+    out = capsys.readouterr()
+    return CliResult(code, out.out, out.err)
+
+
+def call_cli_once(program: str, args: list[str], *, cwd: Path) -> CliResult:
+    """`call_cli` for a module- or session-scoped fixture (no `capsys` or `monkeypatch`
+    there): the output is caught by redirecting `sys.stdout` and `sys.stderr`."""
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as monkeypatch,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        code = _call(_entry(program), program, args, cwd, monkeypatch)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def _call(
+    main: Callable[[], object],
+    program: str,
+    args: list[str],
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> int:
     from hydra.core.global_hydra import GlobalHydra
 
-    main = _entry(program)
     saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved_environment = dict(os.environ)  # what a command sets there ends with its process
     root_handlers = list(logging.getLogger().handlers)
-    capsys.readouterr()
     with monkeypatch.context() as patch:
         patch.chdir(cwd)
         patch.setattr(sys, "argv", [program, *args])
         try:
-            main()
-            code = 0
+            # What a console script does with it: `sys.exit(main())`.
+            code = _status(main())
         except SystemExit as exc:
             code = _status(exc.code)
         finally:
             GlobalHydra.instance().clear()
+            _end_sweep_sharing()
+            if os.environ != saved_environment:
+                os.environ.clear()
+                os.environ.update(saved_environment)
             for sig, handler in saved_signals.items():
                 signal.signal(sig, handler)
             root = logging.getLogger()
@@ -82,5 +116,16 @@ def call_cli(
                 if handler not in root_handlers:
                     root.removeHandler(handler)
                     handler.close()
-    out = capsys.readouterr()
-    return CliResult(code, out.out, out.err)
+    return code
+
+
+def _end_sweep_sharing() -> None:
+    """The jobs of a sweep share the workers of the process that launched them
+    (`heta_eval.run.sweep_workers`), which stays a sweep process until it exits; here that
+    process is the test process: stop sharing when the command ends, as its exit would, or
+    every later run in it would hand its report.html and MLflow run to those workers and
+    return before they are written."""
+    workers = sys.modules.get("heta_eval.run.sweep_workers")
+    if workers is not None and workers.enabled():
+        workers.shutdown()
+        workers._enabled = False  # what a new process starts with

@@ -35,6 +35,22 @@ def user_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def run_heta_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m heta_eval ARGS` in `cwd` with everything under `cwd/outputs` (as `run_cli`),
+    for a module-scoped fixture."""
+    env = user_env(PYTHONWARNINGS="ignore::DeprecationWarning")
+    flags = [a for a in args if a.startswith("-")]
+    overrides = [a for a in args if not a.startswith("-")]
+    return subprocess.run(
+        [sys.executable, "-m", "heta_eval", *flags, f"paths.root={cwd / 'outputs'}", *overrides],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def job_logs(root: Path) -> str:
     """Every sweep job's `heta_eval.log` under `root`, to say why a job or a sweep failed."""
     return "\n".join(f"== {p}\n{p.read_text()}" for p in sorted(root.rglob("heta_eval.log")))

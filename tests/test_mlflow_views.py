@@ -45,9 +45,7 @@ from heta_eval.tracking.naming import (
     viewer_renders,
 )
 from heta_eval.tracking.run_context import NOTE_TAG, describe_experiment, without_credentials
-from tests.conftest import user_env
-
-from .test_report_html import run_heta_eval
+from tests.conftest import run_heta_eval, user_env
 
 
 @pytest.fixture(scope="module")

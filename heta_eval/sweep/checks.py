@@ -54,8 +54,10 @@ def check_sweep(config: DictConfig) -> None:
     hydra_config = HydraConfig.instance()
     sweep_config = hydra_config.cfg
     composed: dict[tuple[str, ...], DictConfig] = {}
-    jobs = _suite_jobs(config)
+    # The sweep's own `${hydra:...}` (`paths.root` by default) resolves from it.
+    hydra_config.set_config(copy.deepcopy(config))
     try:
+        jobs = _suite_jobs(config)
         for number, overrides in enumerate(jobs):
             parsed = parser.parse_overrides(overrides)
             values = [o for o in parsed if "." in o.key_or_group and "/" not in o.key_or_group]
