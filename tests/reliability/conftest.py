@@ -1,10 +1,14 @@
-"""Helpers of the reliability suite: user benchmark files, reading back what a run left."""
+"""Helpers of the reliability suite: user benchmark files, a user's own code, reading back
+what a run left."""
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from heta_eval.records import EvaluationReport
@@ -78,3 +82,29 @@ def nothing_written(root: Path) -> bool:
 def read_report(path: Path) -> EvaluationReport:
     """A report written by a run, validated."""
     return EvaluationReport.read_json(path)
+
+
+def forget_modules(directory: Path) -> None:
+    """Drop every imported module loaded from under `directory`: the next import reads the
+    files again, as a user's next run (a new process) would."""
+    inside = str(directory.resolve())
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if origin and str(Path(origin).resolve()).startswith(inside):
+            del sys.modules[name]
+
+
+@pytest.fixture
+def user_code(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Path]]:
+    """`user_code(directory)`: the user's own packages under `directory` importable by the
+    runs of this test (as PYTHONPATH would make them), and forgotten after it."""
+    added: list[Path] = []
+
+    def add(directory: Path) -> Path:
+        monkeypatch.syspath_prepend(str(directory))
+        added.append(directory)
+        return directory
+
+    yield add
+    for directory in added:
+        forget_modules(directory)
