@@ -3,15 +3,19 @@ what a run left."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from mlflow import MlflowClient
 
 from heta_eval.records import EvaluationReport
+
+from ..cli_in_process import CliResult, call_cli
 
 
 def write_jsonl(path: Path, rows: list[object]) -> Path:
@@ -108,3 +112,33 @@ def user_code(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Path
     yield add
     for directory in added:
         forget_modules(directory)
+
+
+class _Output(NamedTuple):
+    out: str
+    err: str
+
+
+class _Buffers:
+    """What `call_cli` reads from capsys, for a run outside a test: two string buffers."""
+
+    def __init__(self) -> None:
+        self.out, self.err = io.StringIO(), io.StringIO()
+
+    def readouterr(self) -> _Output:
+        said = _Output(self.out.getvalue(), self.err.getvalue())
+        for buffer in (self.out, self.err):
+            buffer.seek(0)
+            buffer.truncate()
+        return said
+
+
+def cli_once(cwd: Path, *args: str) -> CliResult:
+    """`heta-eval ARGS` in this process, in `cwd` with outputs under `cwd`/outputs, outside
+    any one test: for a module-scoped fixture whose evaluation several tests read."""
+    streams = _Buffers()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "stdout", streams.out)
+        patch.setattr(sys, "stderr", streams.err)
+        argv = [f"paths.root={cwd / 'outputs'}", *args]
+        return call_cli("heta-eval", argv, cwd=cwd, monkeypatch=patch, capsys=streams)  # type: ignore[arg-type]
