@@ -69,8 +69,7 @@ def call_cli(
         patch.chdir(cwd)
         patch.setattr(sys, "argv", [program, *args])
         try:
-            main()
-            code = 0
+            code = _status(main())  # a console script exits with what main returns
         except SystemExit as exc:
             code = _status(exc.code)
         finally:
