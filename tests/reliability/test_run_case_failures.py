@@ -128,7 +128,7 @@ def test_a_case_whose_evidence_document_was_lost_fails_with_the_reason(
         tmp_path / "cases.jsonl",
         [_case("q1", "kelp forest", "kelp"), _case("q2", "glacier ice", "gone")],
     )
-    done = cli(*jsonl_args(docs, cases))
+    done = cli(*jsonl_args(docs, cases), "tracking=none")
     assert done.returncode == 0, done.stderr
     report = read_report(report_path(done.stdout))
     assert "FileNotFoundError" in report.run.document_errors["gone"]

@@ -57,6 +57,7 @@ def test_a_wrong_return_fails_the_case_with_a_clear_message_and_the_run_goes_on(
         *jsonl_args(docs, cases),
         "evaluator.extra=[{_target_: userevals.returns.ReturnsList}]",
         "runner.max_failure_rate=1",
+        "tracking=none",
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "valid dictionary" not in done.stderr
@@ -83,6 +84,7 @@ def test_a_number_instead_of_a_score_is_named_too(
         *jsonl_args(docs, cases),
         "evaluator.extra=[{_target_: userevals.returns.ReturnsFloat}]",
         "runner.max_failure_rate=1",
+        "tracking=none",
     )
     assert done.returncode == 0, done.stderr
     results = json.loads(report_path(done.stdout).read_text())["case_results"]
