@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -91,10 +92,10 @@ def read_report(path: Path) -> EvaluationReport:
 def forget_modules(directory: Path) -> None:
     """Drop every imported module loaded from under `directory`: the next import reads the
     files again, as a user's next run (a new process) would."""
-    inside = str(directory.resolve())
+    inside = str(directory.resolve()) + os.sep
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
-        if origin and str(Path(origin).resolve()).startswith(inside):
+        if isinstance(origin, str) and origin.startswith(inside):
             del sys.modules[name]
 
 
@@ -105,7 +106,7 @@ def user_code(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Path
     added: list[Path] = []
 
     def add(directory: Path) -> Path:
-        monkeypatch.syspath_prepend(str(directory))
+        monkeypatch.syspath_prepend(str(directory.resolve()))
         added.append(directory)
         return directory
 
