@@ -59,6 +59,31 @@ def run_cli(root: Path, cwd: Path, *args: str, timeout: float = 300, **env: str)
     return Finished(proc.returncode, out, err)
 
 
+# Runs `python -m heta_eval ARGS` with every file it writes limited to LIMIT bytes.
+LIMITED = (
+    "import resource, runpy, signal, sys\n"
+    "limit = int(sys.argv.pop(1))\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+    "sys.argv[0] = 'heta_eval'\n"
+    "runpy.run_module('heta_eval', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def run_limited(root: Path, cwd: Path, limit: int, *args: str, timeout: float = 300) -> Finished:
+    """Run the CLI to the end on a full disk: a file size limit of `limit` bytes
+    (RLIMIT_FSIZE, with SIGXFSZ ignored so that writes fail with EFBIG) set in the child."""
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, str(limit), f"paths.root={root}", *args],
+        cwd=cwd,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return Finished(done.returncode, done.stdout, done.stderr)
+
+
 @dataclass(frozen=True)
 class Finished:
     """A finished subprocess."""

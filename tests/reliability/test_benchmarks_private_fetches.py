@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import jsonl_args, write_jsonl
-from .processes import run_cli
+from ..conftest import InProcessCli
+from .conftest import jsonl_args, report_path, write_jsonl
 
-pytestmark = pytest.mark.timeout(300)
 SECRET = b"internal service: not for the benchmark"
 
 
@@ -69,9 +68,8 @@ def _service(redirect_to: str) -> Iterator[tuple[int, list[str]]]:
         server.server_close()
 
 
-@pytest.mark.slow
 def test_a_host_name_of_this_machine_and_a_redirect_to_loopback_are_not_fetched(
-    tmp_path: Path,
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
     host = _loopback_host_name()
     root = tmp_path / "outputs"
@@ -95,9 +93,7 @@ def test_a_host_name_of_this_machine_and_a_redirect_to_loopback_are_not_fetched(
                 for d in ("ok", "named", "hop")
             ],
         )
-        done = run_cli(
-            root,
-            tmp_path,
+        done = cli(
             *jsonl_args(docs, cases, "benchmark.allow_private_urls=[127.0.0.1]"),
             "runner.max_failure_rate=1",
         )
@@ -105,7 +101,7 @@ def test_a_host_name_of_this_machine_and_a_redirect_to_loopback_are_not_fetched(
     assert requested.count("/ok") == 1 and "/hop" in requested
     assert SECRET.decode() not in done.stdout + done.stderr
     assert not [p for p in root.rglob("*") if p.is_file() and SECRET in p.read_bytes()]
-    report = json.loads(done.report_path.read_text())
+    report = json.loads(report_path(done.stdout).read_text())
     errors = {
         r["case_id"]: (r.get("error") or {}).get("message", "") for r in report["case_results"]
     }

@@ -2,7 +2,10 @@
 evaluates units in worker processes (`runner.workers=2`), to the run alone or to its whole
 process group, prints the one stop line and no `Future exception was never retrieved`,
 `BrokenProcessPool` or leaked-semaphore warning; a full disk prints one `cannot write` line
-and a log file that cannot be written one line, not a `--- Logging error ---` per record."""
+and a log file that cannot be written one line, not a `--- Logging error ---` per record.
+
+Real processes: a signal to a run and its process group, and a file size limit
+(RLIMIT_FSIZE) that would hit pytest itself; the run before the full disk is in this process."""
 
 from __future__ import annotations
 
@@ -15,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import CliRunner
+from ..conftest import InProcessCli
 from .conftest import jsonl_args, write_jsonl
-from .processes import cli_env
+from .processes import cli_env, run_limited
 from .test_run_disk_full import ARGS as DISK_ARGS
-from .test_run_disk_full import _first_run, _limited
+from .test_run_disk_full import first_run
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux process groups")
 
@@ -51,6 +54,8 @@ def _units(root: Path) -> list[str]:
     )
 
 
+# A process: SIGTERM to the run and to its process group.
+@pytest.mark.slow
 @pytest.mark.parametrize("group", [False, True], ids=["the-run", "its-process-group"])
 def test_sigterm_with_unit_workers_prints_one_line(tmp_path: Path, group: bool) -> None:
     root = tmp_path / "outputs"
@@ -85,11 +90,14 @@ def test_sigterm_with_unit_workers_prints_one_line(tmp_path: Path, group: bool) 
     ], err
 
 
+# A process: the file size limit (RLIMIT_FSIZE) would hit pytest itself.
+@pytest.mark.slow
 def test_a_full_disk_and_an_unwritable_log_file_say_one_line_each(
-    run_cli: CliRunner, tmp_path: Path
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
-    _, _, journal = _first_run(run_cli)
-    proc = _limited(
+    _, _, journal = first_run(cli)
+    proc = run_limited(
+        tmp_path / "outputs",
         tmp_path,
         journal.stat().st_size // 2,
         *DISK_ARGS,

@@ -2,7 +2,7 @@
 item 10): `benchmark.name=${oc.env:SOME_API_KEY}` would put the key on stdout, in the MLflow
 run name, tags and params, the reports, the journal, the caches and a directory name.
 
-Real `heta-eval` processes: refused before any work, the key named, the value nowhere.
+The real CLI: refused before any work, the key named, the value nowhere.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from ..conftest import InProcessCli
 from .conftest import jsonl_args, nothing_written, small_benchmark
-from .processes import run_cli
-
-pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.mark.parametrize(
@@ -28,12 +26,13 @@ pytestmark = pytest.mark.timeout(300)
     ],
 )
 def test_a_name_or_path_from_the_environment_is_refused_before_any_work(
-    tmp_path: Path, override: str, key: str
+    cli: InProcessCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: str, key: str
 ) -> None:
     secret = f"sk-{uuid.uuid4().hex}"
+    monkeypatch.setenv("SOME_API_KEY", secret)
     docs, cases = small_benchmark(tmp_path, cases=2)
     root = tmp_path / "outputs"
-    done = run_cli(root, tmp_path, *jsonl_args(docs, cases), override, SOME_API_KEY=secret)
+    done = cli(*jsonl_args(docs, cases), override)
     assert done.returncode != 0
     assert f"{key}: takes its value from the environment variable SOME_API_KEY" in done.stderr
     assert secret not in done.stdout + done.stderr

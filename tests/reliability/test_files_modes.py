@@ -15,7 +15,7 @@ import pytest
 
 from heta_eval.kb.index.embedding_cache import EmbeddingCache
 
-from .processes import run_cli
+from ..conftest import InProcessCli
 
 
 @contextlib.contextmanager
@@ -36,11 +36,11 @@ def _mode(path: Path) -> int:
     ("mask", "file_mode", "dir_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)]
 )
 def test_a_run_writes_with_the_modes_of_the_umask(
-    tmp_path: Path, mask: int, file_mode: int, dir_mode: int
+    cli: InProcessCli, tmp_path: Path, mask: int, file_mode: int, dir_mode: int
 ) -> None:
     root = tmp_path / "outputs"
-    with umask(mask):  # inherited by the CLI subprocess
-        done = run_cli(root, tmp_path, "runner.limit=3")
+    with umask(mask):  # this process's, inherited by its worker processes
+        done = cli("runner.limit=3")
         cache = EmbeddingCache(tmp_path / "embeddings")
         cache.put("k" * 64, np.ones((2, 3), dtype=np.float32))
     assert done.returncode == 0, done.stderr

@@ -1,24 +1,27 @@
 """Readers of a tracking server that does not work give up as runs do, and say what failed:
 `heta-eval-runs`, `heta-eval-compare` and `load_runs` try at most 3 times (MLflow's default
 is 8 tries over about four minutes), against a server answering 503 to everything and a
-port nothing listens on."""
+port nothing listens on. The console scripts and `load_runs` are called in this process."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
+from heta_eval.tracking.runs_frame import RunsError
 
-from .processes import cli_env, free_port
+from heta_eval import load_runs
+from heta_eval.tracking.http_bounds import READER_BOUNDS
+
+from ..cli_in_process import CliResult
+from ..conftest import InProcessCli
+from .processes import free_port
 
 # Far above what 3 tries take, far below MLflow's default retries (a hang fails, not waits).
-BOUND = 150
+pytestmark = pytest.mark.timeout(150)
 RUN_IDS = ("0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210")
 
 
@@ -46,43 +49,38 @@ def unavailable_server() -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
-def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            [sys.executable, *argv],
-            cwd=tmp_path,
-            env=cli_env(),
-            capture_output=True,
-            text=True,
-            timeout=BOUND,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{argv[:2]} still retrying a dead tracking server after {BOUND} s")
+@pytest.fixture(autouse=True)
+def reader_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounds as a user's environment has them: unset (the readers set their defaults
+    in the environment of this process; they are unset again after the test)."""
+    for variable in READER_BOUNDS:
+        monkeypatch.delenv(variable, raising=False)
 
 
-LOAD_RUNS = "import sys; from heta_eval import load_runs; load_runs(tracking_uri=sys.argv[1])"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("reader", ["runs", "compare", "load_runs"])
-def test_readers_try_a_failing_server_three_times_and_say_so(tmp_path: Path, reader: str) -> None:
+@pytest.mark.parametrize("reader", ["runs", "compare"])
+def test_commands_try_a_failing_server_three_times_and_say_so(
+    cli: InProcessCli, reader: str
+) -> None:
     with unavailable_server() as (uri, hits):
+        done: CliResult
         if reader == "runs":
-            done = _run(tmp_path, "-m", "heta_eval.cli.runs", "--tracking-uri", uri)
-        elif reader == "compare":
-            done = _run(tmp_path, "-m", "heta_eval.cli.compare", "--tracking-uri", uri, *RUN_IDS)
+            done = cli("--tracking-uri", uri, program="heta-eval-runs")
         else:
-            done = _run(tmp_path, "-c", LOAD_RUNS, uri)
+            done = cli("--tracking-uri", uri, *RUN_IDS, program="heta-eval-compare")
     assert len(hits) == 3, hits  # one request, retried twice
     assert f"cannot reach the MLflow tracking store at {uri}" in done.stderr
-    if reader == "load_runs":
-        assert done.returncode == 1 and "RunsError" in done.stderr
-    else:
-        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
 
 
-def test_a_port_nothing_listens_on_is_named(tmp_path: Path) -> None:
+def test_load_runs_tries_a_failing_server_three_times_and_says_so() -> None:
+    with unavailable_server() as (uri, hits), pytest.raises(RunsError) as raised:
+        load_runs(tracking_uri=uri)
+    assert len(hits) == 3, hits
+    assert f"cannot reach the MLflow tracking store at {uri}" in str(raised.value)
+
+
+def test_a_port_nothing_listens_on_is_named(cli: InProcessCli) -> None:
     uri = f"http://127.0.0.1:{free_port()}"
-    done = _run(tmp_path, "-m", "heta_eval.cli.runs", "--tracking-uri", uri)
+    done = cli("--tracking-uri", uri, program="heta-eval-runs")
     assert done.returncode == 2, done.stderr
     assert f"heta-eval-runs: cannot reach the MLflow tracking store at {uri}" in done.stderr

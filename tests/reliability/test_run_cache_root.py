@@ -1,6 +1,6 @@
 """Every cache of a run lives under its cache root and obeys `runner.cache`.
 
-A real `heta-eval` run with an LLM answerer and an LLM judge served by a local
+Real `heta-eval` runs with an LLM answerer and an LLM judge served by a local
 OpenAI-compatible server (tests/openai_server.py); the server counts what it was asked.
 """
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import InProcessCli
 from ..openai_server import serve_chat
-from .conftest import read_report
-from .processes import run_cli
+from .conftest import read_report, report_path
 
 CASES = 3
 
@@ -38,37 +38,37 @@ def _entries(directory: Path) -> int:
 
 @pytest.mark.slow
 def test_answers_and_verdicts_are_cached_under_the_run_root_and_obey_runner_cache(
-    tmp_path: Path,
+    cli: InProcessCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "outputs"
     shared = tmp_path / "shared-cache"  # $HETA_EVAL_CACHE: downloads only
-    env = {"HETA_EVAL_CACHE": str(shared)}
+    monkeypatch.setenv("HETA_EVAL_CACHE", str(shared))
     with serve_chat() as server:
-        first = run_cli(root, tmp_path, *_args(server.base_url), **env)
+        first = cli(*_args(server.base_url))
         assert first.returncode == 0, first.stderr
         assert server.count == 2 * CASES  # an answer and a verdict per case
         assert _entries(root / "cache" / "answers") == CASES
         assert _entries(root / "cache" / "judge") == CASES
         assert not list(shared.rglob("*.json"))
 
-        cached = run_cli(root, tmp_path, *_args(server.base_url), **env)
+        cached = cli(*_args(server.base_url))
         assert cached.returncode == 0, cached.stderr
         assert server.count == 2 * CASES  # all from the run's caches
 
-        off = run_cli(root, tmp_path, *_args(server.base_url, "runner.cache=off"), **env)
+        off = cli(*_args(server.base_url, "runner.cache=off"))
         assert off.returncode == 0, off.stderr
         assert server.count == 4 * CASES  # nothing served from a cache
 
         # Another cache root: none of the first root's answers or verdicts.
         other = tmp_path / "other-cache"
-        moved = run_cli(root, tmp_path, *_args(server.base_url, f"runner.cache_dir={other}"), **env)
+        moved = cli(*_args(server.base_url, f"runner.cache_dir={other}"))
         assert moved.returncode == 0, moved.stderr
         assert server.count == 6 * CASES
         assert _entries(other / "answers") == CASES and _entries(other / "judge") == CASES
 
         # read: served from the cache.
-        read = run_cli(root, tmp_path, *_args(server.base_url, "runner.cache=read"), **env)
+        read = cli(*_args(server.base_url, "runner.cache=read"))
         assert read.returncode == 0 and server.count == 6 * CASES, read.stderr
-    report = read_report(off.report_path)
+    report = read_report(report_path(off.stdout))
     assert report.score_details["bm25.llm_judge"].scored == CASES
     assert not list(shared.rglob("*.json"))

@@ -50,6 +50,8 @@ def _clean_refusal(done: subprocess.CompletedProcess[str], path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+# A process: run as root, only a child without CAP_DAC_OVERRIDE meets the permissions.
+@pytest.mark.slow
 def test_a_read_only_root_or_state_directory_is_named_without_a_traceback(
     tmp_path: Path,
 ) -> None:
@@ -67,6 +69,8 @@ def test_a_read_only_root_or_state_directory_is_named_without_a_traceback(
     _clean_refusal(done, locked / "state")
 
 
+# A process: run as root, only a child without CAP_DAC_OVERRIDE meets the permissions.
+@pytest.mark.slow
 def test_a_read_only_run_directory_keeps_the_evaluation_for_the_rerun(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     run_dir = _read_only(tmp_path / "run")
