@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -201,3 +201,42 @@ def proc_entries() -> Iterator[ProcEntry]:
         except (OSError, IndexError, ValueError):
             continue
 
+
+
+def descendants(pid: int) -> dict[int, bytes]:
+    """Every live descendant of `pid` and its command line, from each thread's `children`
+    file in /proc (cheap enough to read many times a second)."""
+    found: dict[int, bytes] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                pids = [int(p) for p in children.read_text().split()]
+            except OSError:
+                continue
+            for child in pids:
+                if child in found:
+                    continue
+                try:
+                    argv = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:
+                    continue
+                found[child] = argv[:200]
+                frontier.append(child)
+    return found
+
+
+def kill_left_over(pids: Iterable[int]) -> list[int]:
+    """SIGKILL those of `pids` (processes a test started) that are still there; them."""
+    left = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            left.append(pid)
+    return left

@@ -19,6 +19,7 @@ import pytest
 from mlflow import MlflowClient
 
 from ...conftest import REPO, user_env
+from ...reliability.processes import descendants
 
 COUNTER = Path(__file__).resolve().parent / "counted"
 
@@ -51,7 +52,7 @@ def _counted_run(tmp_path: Path, *args: str, **env: str) -> tuple[Any, list[dict
     ):
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            seen.update(_descendants(proc.pid))
+            seen.update(descendants(proc.pid))
             time.sleep(0.05)
         proc.wait(timeout=60)
     out, err = out_file.read_text(), err_file.read_text()
@@ -59,29 +60,6 @@ def _counted_run(tmp_path: Path, *args: str, **env: str) -> tuple[Any, list[dict
     assert done.returncode == 0, err[-3000:]
     lines = [json.loads(line) for line in counts.read_text().splitlines()]
     return done, lines, seen
-
-
-def _descendants(pid: int) -> dict[int, bytes]:
-    """Every live descendant of `pid` and its command line (each thread's `children` file
-    in /proc: cheap enough to read many times a second)."""
-    found: dict[int, bytes] = {}
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        for children in Path(f"/proc/{parent}/task").glob("*/children"):
-            try:
-                pids = [int(p) for p in children.read_text().split()]
-            except OSError:
-                continue
-            for child in pids:
-                if child not in found:
-                    try:
-                        argv = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
-                    except OSError:
-                        continue
-                    found[child] = argv[:200]
-                    frontier.append(child)
-    return found
 
 
 def _python_helpers(started: list[list[str]], seen: dict[int, bytes]) -> list[str]:
