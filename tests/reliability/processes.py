@@ -13,20 +13,9 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from ..conftest import REPO, user_env
 from ..team_servers import seed_sqlite_store
-
-# Test components (tests/faulty_components.py) are importable in the subprocesses.
-SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
-
-
-def after_tracking(root: Path) -> str:
-    """The override that holds SLOW_INDEX's queries until the run's tracking run is saved
-    in its state (`state/<identity>/tracking.json`), so a kill halfway through the queries
-    always finds a tracking run to end or continue."""
-    return f"+recipe.indexes.bm25.after_file='{root}/state/*/tracking.json'"
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -178,29 +167,6 @@ def verify_cache(cache_dir: Path) -> tuple[int, int]:
         assert "response" in json.loads(path.read_text()), path
         responses += 1
     return entries, responses
-
-
-class ProcEntry(NamedTuple):
-    """One process as /proc shows it: its pid, argv, state letter and parent's pid."""
-
-    pid: int
-    argv: list[bytes]
-    state: str
-    ppid: int
-
-
-def proc_entries() -> Iterator[ProcEntry]:
-    """Every process /proc lists, skipping those that end while they are read."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            yield ProcEntry(int(entry.name), argv, fields[0], int(fields[1]))
-        except (OSError, IndexError, ValueError):
-            continue
-
 
 
 def descendants(pid: int) -> dict[int, bytes]:
