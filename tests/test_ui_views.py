@@ -241,7 +241,7 @@ def test_every_shipped_recipe_reaches_mlflow_whole(tmp_path: Path, caplog: Any) 
 
     recipes = sorted(p.stem for p in (REPO / "conf" / "recipe").glob("*.yaml"))
     assert "uda_baseline" in recipes
-    tracker = MlflowTracker(root=tmp_path, outbox=False)
+    tracker = MlflowTracker(root=tmp_path)
     client = MlflowClient(tracker.uri)
     for name in recipes:
         cfg = compose_config([f"recipe={name}", f"paths.root={tmp_path}"])
@@ -251,8 +251,8 @@ def test_every_shipped_recipe_reaches_mlflow_whole(tmp_path: Path, caplog: Any) 
         assert all(key_problem(k) is None for k in flat), name
         caplog.clear()
         tracker.run_id = None
-        tracker.start(run_name=name, config=config, tags={})
-        assert "MLflow refused" not in caplog.text, caplog.text
+        tracker.start(run_name=name, config=config, tags={}, run_dir=tmp_path / name)
+        assert "MLflow refused" not in caplog.text and not tracker.offline, caplog.text
         logged = client.get_run(tracker.run_id).data.params
         assert logged == flat, name
         tracker.end()

@@ -10,23 +10,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from ..conftest import REPO, user_env
 from ..team_servers import seed_sqlite_store
-
-# Test components (tests/faulty_components.py) are importable in the subprocesses.
-SLOW_INDEX = "recipe.indexes.bm25._target_=tests.faulty_components.SlowQueries"
-
-
-def after_tracking(root: Path) -> str:
-    """The override that holds SLOW_INDEX's queries until the run's tracking run is saved
-    in its state (`state/<identity>/tracking.json`), so a kill halfway through the queries
-    always finds a tracking run to end or continue."""
-    return f"+recipe.indexes.bm25.after_file='{root}/state/*/tracking.json'"
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -205,23 +194,40 @@ def verify_cache(cache_dir: Path) -> tuple[int, int]:
     return entries, responses
 
 
-class ProcEntry(NamedTuple):
-    """One process as /proc shows it: its pid, argv, state letter and parent's pid."""
+def descendants(pid: int) -> dict[int, bytes]:
+    """Every live descendant of `pid` and its command line, from each thread's `children`
+    file in /proc (cheap enough to read many times a second)."""
+    found: dict[int, bytes] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                pids = [int(p) for p in children.read_text().split()]
+            except OSError:
+                continue
+            for child in pids:
+                if child in found:
+                    continue
+                try:
+                    argv = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:
+                    continue
+                found[child] = argv[:200]
+                frontier.append(child)
+    return found
 
-    pid: int
-    argv: list[bytes]
-    state: str
-    ppid: int
 
-
-def proc_entries() -> Iterator[ProcEntry]:
-    """Every process /proc lists, skipping those that end while they are read."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+def kill_left_over(pids: Iterable[int]) -> list[int]:
+    """SIGKILL those of `pids` (processes a test started) that are still there; them."""
+    left = []
+    for pid in pids:
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            yield ProcEntry(int(entry.name), argv, fields[0], int(fields[1]))
-        except (OSError, IndexError, ValueError):
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
             continue
+        if state != "Z":
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            left.append(pid)
+    return left

@@ -1,7 +1,10 @@
 """Signals from outside: SIGTERM (schedulers, `timeout`, `docker stop`) and Ctrl-C (SIGINT to
 the terminal's process group) end the MLflow run KILLED, keep the journal, print one line and
 exit 143/130, and the rerun resumes the same run. SIGKILL of a run evaluating units in worker
-processes (`runner.workers=2`) leaves none of its processes behind."""
+processes (`runner.workers=2`) leaves none of its processes behind.
+
+Each run is signalled while it is held halfway (tests/gates.py: its later cases wait at a
+gate), a state it cannot leave by itself, so the signal always comes mid-run."""
 
 from __future__ import annotations
 
@@ -18,17 +21,13 @@ import pytest
 from heta_eval import EvaluationReport
 from heta_eval.run.parent_watch import process_gone
 
+from ..gates import pause_after, wait_for_file
 from .conftest import mlflow_runs
-from .processes import SLOW_INDEX, after_tracking, cli_env, proc_entries, run_cli
+from .processes import cli_env, descendants, run_cli
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 
-ARGS = (
-    "benchmark=sample_units",
-    SLOW_INDEX,
-    "+recipe.indexes.bm25.seconds=0.05",
-    "runner.max_concurrent_queries=1",
-)
+PAUSE_AFTER = 12  # cases scored (and journaled) before the run is held
 
 
 def _start(root: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
@@ -44,38 +43,16 @@ def _start(root: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _journaled(root: Path, victim: subprocess.Popen[str], lines: int) -> None:
-    """Wait until the journal has `lines` lines and the tracking run is saved."""
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and victim.poll() is None:
-        journals = list((root / "state").glob("*/journal.jsonl"))
-        markers = list((root / "state").glob("*/tracking.json"))
-        if markers and journals and journals[0].read_text().count("\n") >= lines:
-            return
-        time.sleep(0.05)
-    out, err = victim.communicate(timeout=60) if victim.poll() is not None else ("", "")
-    pytest.fail(f"the run did not get halfway: {out}\n{err}")
-
-
-def _children(pid: int) -> set[int]:
-    """Every live descendant of `pid` (read from /proc)."""
-    parents = {proc.pid: proc.ppid for proc in proc_entries() if proc.state != "Z"}
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier}
-        found |= frontier
-    return found
-
-
-@pytest.mark.slow
+@pytest.mark.slow  # signals to a real process, and its rerun
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_the_run_killed_and_the_rerun_resumes(
     tmp_path: Path, signum: signal.Signals, status: int
 ) -> None:
     root = tmp_path / "outputs"
-    args = (*ARGS, after_tracking(root))
+    paused, gate = tmp_path / "paused", tmp_path / "gate"
+    args = ("runner.max_concurrent_queries=1", pause_after(paused, gate, PAUSE_AFTER))
     victim = _start(root, tmp_path, *args)
-    _journaled(root, victim, 12)
+    wait_for_file(paused, victim)  # 12 cases scored, the 13th held: the run cannot end
     if signum == signal.SIGINT:
         os.killpg(victim.pid, signum)  # Ctrl-C: the whole foreground process group
     else:
@@ -93,24 +70,29 @@ def test_a_signal_ends_the_run_killed_and_the_rerun_resumes(
     (journal,) = (root / "state").glob("*/journal.jsonl")
     assert journal.read_text().endswith("\n")  # flushed, no torn line
 
+    gate.touch()
     rerun = run_cli(root, tmp_path, *args)
     assert rerun.returncode == 0, rerun.stderr
+    assert "resuming:" in rerun.stdout + rerun.stderr
     report = EvaluationReport.read_json(rerun.report_path)
-    assert 10 <= report.run.resumed_cases < len(report.case_results)
+    assert PAUSE_AFTER <= report.run.resumed_cases < len(report.case_results)
     (run,) = mlflow_runs(root)
     assert run.info.run_id == killed.info.run_id and run.info.status == "FINISHED"
 
 
 def test_sigkill_with_unit_workers_leaves_no_process_behind(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    victim = _start(root, tmp_path, *ARGS, "runner.workers=2", "tracking=none")
-    deadline = time.monotonic() + 240
-    seen: set[int] = set()
-    # The forkserver, its two unit workers and the resource tracker (+ the report.html worker).
-    while time.monotonic() < deadline and victim.poll() is None and len(seen) < 4:
-        seen |= _children(victim.pid)
-        time.sleep(0.1)
-    seen |= _children(victim.pid)
+    paused, gate = tmp_path / "paused", tmp_path / "gate"
+    # Each unit worker holds its unit after two cases: the gate never opens.
+    args = ("benchmark=sample_units", "runner.workers=2", "tracking=none")
+    victim = _start(root, tmp_path, *args, pause_after(paused, gate, 2))
+    wait_for_file(paused, victim)
+    # The forkserver, its two unit workers and the resource tracker.
+    deadline = time.monotonic() + 120
+    seen = set(descendants(victim.pid))
+    while len(seen) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        seen |= set(descendants(victim.pid))
     assert victim.poll() is None and len(seen) >= 4, seen
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=60)  # not communicate(): survivors would hold its pipes open

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from heta_eval.tracking.runs_frame import RunsError
 
 from heta_eval import load_runs
+from heta_eval.results.runs_frame import RunsError
 from heta_eval.tracking.http_bounds import READER_BOUNDS
 
 from ..cli_in_process import CliResult

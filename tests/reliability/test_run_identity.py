@@ -1,8 +1,9 @@
 """A run's identity decides reuse: never a stale or foreign result, never a dropped one.
 
 Each test is one way today's users got stale or missing results before the run lifecycle
-had an identity (config, data and code digests); real `heta-eval` subprocesses, real files,
-the MLflow store read back with MlflowClient.
+had an identity (config, data and code digests); `heta-eval` in this process (a real
+process where the code itself changes between runs), real files, the MLflow store read back
+with MlflowClient.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from heta_eval.protocols import (
     protocol_members,
 )
 
-from ..conftest import REPO
+from ..conftest import REPO, InProcessCli
 from .conftest import jsonl_args, read_report, report_path, small_benchmark, write_jsonl
 from .processes import cli_env, run_cli
 
@@ -42,11 +43,11 @@ def _runs(uri: str) -> list:
 
 
 @pytest.mark.slow
-def test_edited_cases_are_evaluated_again_not_replayed(tmp_path: Path) -> None:
+def test_edited_cases_are_evaluated_again_not_replayed(cli: InProcessCli, tmp_path: Path) -> None:
     docs, cases = small_benchmark(tmp_path, cases=8)
     args = (*jsonl_args(docs, cases), "tracking=none")
     root = tmp_path / "outputs"
-    first = run_cli(root, tmp_path, *args)
+    first = cli(*args, root=root)
     assert first.returncode == 0, first.stderr
     assert read_report(report_path(first.stdout)).score_summary[RECALL] == 1.0
 
@@ -59,12 +60,12 @@ def test_edited_cases_are_evaluated_again_not_replayed(tmp_path: Path) -> None:
     # Even without the completion marker, the old journal must not replay the old cases.
     for marker in (root / "state").rglob("done.json"):
         marker.unlink()
-    again = run_cli(root, tmp_path, *args)
+    again = cli(*args, root=root)
     assert again.returncode == 0, again.stderr
     assert not _reused(again)
     edited = read_report(report_path(again.stdout))
     assert edited.run.resumed_cases == 0
-    fresh = run_cli(tmp_path / "fresh", tmp_path, *args)
+    fresh = cli(*args, root=tmp_path / "fresh")
     assert fresh.returncode == 0, fresh.stderr
     assert edited.score_summary == read_report(report_path(fresh.stdout)).score_summary
     assert edited.score_summary[RECALL] == 0.0
@@ -73,15 +74,15 @@ def test_edited_cases_are_evaluated_again_not_replayed(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_two_configurations_sharing_a_run_directory_each_get_their_own_report(
-    tmp_path: Path,
+    cli: InProcessCli, tmp_path: Path
 ) -> None:
     root, shared = tmp_path / "outputs", tmp_path / "shared-run-dir"
     common = ("tracking=none", f"hydra.run.dir={shared}", "runner.limit=6")
-    one = run_cli(root, tmp_path, *common, "runner.top_k=1")
-    other = run_cli(root, tmp_path, *common)  # overwrites shared/report.json
+    one = cli(*common, "runner.top_k=1", root=root)
+    other = cli(*common, root=root)  # overwrites shared/report.json
     assert one.returncode == 0 and other.returncode == 0, one.stderr + other.stderr
     assert read_report(shared / "report.json").run.top_k == 10
-    again = run_cli(root, tmp_path, *common, "runner.top_k=1")
+    again = cli(*common, "runner.top_k=1", root=root)
     assert again.returncode == 0, again.stderr
     assert _reused(again)
     report = read_report(shared / "report.json")
@@ -167,12 +168,14 @@ class Constant(Evaluator):
 
 
 @pytest.mark.slow
-def test_failures_of_the_environment_are_retried_and_gated_on_every_run(tmp_path: Path) -> None:
+def test_failures_of_the_environment_are_retried_and_gated_on_every_run(
+    cli: InProcessCli, tmp_path: Path
+) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the build cache's directory should be")
     root = tmp_path / "outputs"
     broken = ("tracking=none", "runner.limit=8", f"runner.cache_dir={blocker}/cache")
-    first = run_cli(root, tmp_path, *broken)
+    first = cli(*broken, root=root)
     # Every case failed: a failed run whatever runner.max_failure_rate says, report kept.
     assert first.returncode == 1, first.stdout + first.stderr
     assert "8 of 8 case results failed (all of them" in first.stderr
@@ -183,13 +186,13 @@ def test_failures_of_the_environment_are_retried_and_gated_on_every_run(tmp_path
 
     # The same configuration with a failure threshold: the failures are not final, they are
     # evaluated again (and fail again), and the gate applies.
-    gated = run_cli(root, tmp_path, *broken, "runner.max_failure_rate=0.5")
+    gated = cli(*broken, "runner.max_failure_rate=0.5", root=root)
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert not _reused(gated)
     assert "8 of 8 case results failed" in gated.stderr
 
     # The environment fixed (no build cache): the failed cases are evaluated, not replayed.
-    fixed = run_cli(root, tmp_path, *broken, "runner.cache=off")
+    fixed = cli(*broken, "runner.cache=off", root=root)
     assert fixed.returncode == 0, fixed.stderr
     assert not _reused(fixed)
     report = read_report(report_path(fixed.stdout))
@@ -198,12 +201,14 @@ def test_failures_of_the_environment_are_retried_and_gated_on_every_run(tmp_path
 
 
 @pytest.mark.slow
-def test_a_reused_result_is_a_run_in_the_tracker_that_asked_for_it(tmp_path: Path) -> None:
+def test_a_reused_result_is_a_run_in_the_tracker_that_asked_for_it(
+    cli: InProcessCli, tmp_path: Path
+) -> None:
     root = tmp_path / "outputs"
-    first = run_cli(root, tmp_path, "runner.limit=5")
+    first = cli("runner.limit=5", root=root)
     assert first.returncode == 0, first.stderr
     other_uri = f"sqlite:///{tmp_path / 'other.db'}"
-    again = run_cli(root, tmp_path, "runner.limit=5", f"tracking.uri={other_uri}")
+    again = cli("runner.limit=5", f"tracking.uri={other_uri}", root=root)
     assert again.returncode == 0, again.stderr
     assert _reused(again) and "(run None)" not in again.stdout
     (original,) = _runs(f"sqlite:///{root / 'mlflow.db'}")
@@ -227,14 +232,14 @@ def test_a_reused_result_is_a_run_in_the_tracker_that_asked_for_it(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_sweeps_keep_every_job_when_results_are_reused(tmp_path: Path) -> None:
+def test_sweeps_keep_every_job_when_results_are_reused(cli: InProcessCli, tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    single = run_cli(root, tmp_path, "runner.limit=4", "runner.top_k=3")
+    single = cli("runner.limit=4", "runner.top_k=3", root=root)
     assert single.returncode == 0, single.stderr
     sweep = ("-m", "runner.limit=4", "runner.top_k=3,5")
-    first = run_cli(root, tmp_path, *sweep)
+    first = cli(*sweep, root=root)
     assert first.returncode == 0, first.stderr
-    again = run_cli(root, tmp_path, *sweep)  # the whole sweep again: every job reused
+    again = cli(*sweep, root=root)  # the whole sweep again: every job reused
     assert again.returncode == 0, again.stderr
     runs = _runs(f"sqlite:///{root / 'mlflow.db'}")
     parents = [r for r in runs if r.data.tags.get("heta_eval.kind") == "sweep"]
@@ -326,6 +331,10 @@ def test_the_members_the_runner_relies_on_are_declared() -> None:
         probed = set(probe.findall(path.read_text())) & (members - {"name"})
         assert not probed, f"{path}: getattr probes {sorted(probed)}"
     source = "\n".join(p.read_text() for p in (REPO / "heta_eval").rglob("*.py"))
+    for member in ("default_top_k", "slice_by", "aclose", "run_id"):
+        assert f'getattr(benchmark, "{member}"' not in source
+        assert f'getattr(evaluator, "{member}"' not in source
+        assert f'getattr(tracker, "{member}"' not in source
     # Nor a tracker's private state: whether its backend failed is `offline`.
     assert 'getattr(tracker, "_' not in source
     from heta_eval.tracking.mlflow_tracker import MlflowTracker

@@ -5,7 +5,7 @@ and no torn file is ever read as valid.
 The kill is real: a test evaluator (tests/faulty_components.KillsItsProcess) installs an
 audit hook that SIGKILLs its own `heta-eval` process at the chosen write, once (a marker
 file disarms it for the rerun of the same configuration). A kill between queries is
-covered by tests/test_resume.py.
+covered by tests/e2e/run/test_resume_after_sigkill.py.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from .processes import Finished, run_cli, verify_cache
 
 ARGS = ("runner.limit=12", "runner.max_concurrent_queries=1")
 # The torn-file tests read the run's own files only (reports, state, journal, cache); their
-# runs are not tracked (a tracked run's worker costs as much CPU as the run; the killed runs
-# above are tracked and their MLflow run read back).
+# runs are not tracked (the killed runs above are tracked and their MLflow run read back).
 UNTRACKED = (*ARGS, "tracking=none")
 
 

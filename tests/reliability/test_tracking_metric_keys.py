@@ -1,32 +1,28 @@
 """Tracking never gets stuck on a name (issue 17, item 7): slice labels of any length or
 spelling give valid metric keys, unique per label; an item MLflow refuses never stops the
-rest of a run's logging, and `heta-eval-sync` finishes an entry that holds one."""
+rest of a run's logging, and `heta-eval-sync` finishes a run directory whose record holds
+one. `heta-eval` and `heta-eval-sync` run in this process."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from heta_eval.tracking.outbox import Outbox
-from mlflow import MlflowClient
 
 from heta_eval.tracking.lenient import REJECTED_TAG
 from heta_eval.tracking.mlflow_tracker import MlflowTracker
-from heta_eval.tracking.naming import MAX_KEY, key_problem
+from heta_eval.tracking.naming import MAX_KEY, key_problem, run_params
+from heta_eval.tracking.run_record import write_record
 
-from ..conftest import CliRunner
+from ..conftest import InProcessCli
+from ..tracking_readback import all_runs, heta_eval_sync, record_of
 from .conftest import jsonl_args, mlflow_runs, read_report, report_path, write_jsonl
-from .processes import cli_env
+from .processes import free_port
 
 LONG = "why " * 75  # a 300-character label
 
 
-@pytest.mark.slow
-def test_long_and_colliding_slice_labels_are_all_tracked(
-    run_cli: CliRunner, tmp_path: Path
-) -> None:
+def test_long_and_colliding_slice_labels_are_all_tracked(cli: InProcessCli, tmp_path: Path) -> None:
     topics = ["kelp", "comet", "glacier", "violin", "copper"]
     labels = [LONG, "a!b", "a?b", "..", "a/b"]
     docs = write_jsonl(
@@ -45,10 +41,10 @@ def test_long_and_colliding_slice_labels_are_all_tracked(
             for i, (t, label) in enumerate(zip(topics, labels, strict=True))
         ],
     )
-    proc = run_cli(*jsonl_args(docs, cases, "benchmark.slice_by=[qt]"))
+    proc = cli(*jsonl_args(docs, cases, "benchmark.slice_by=[qt]"))
     assert proc.returncode == 0, proc.stderr
-    assert "MLflow unreachable" not in proc.stdout + proc.stderr
-    assert not (tmp_path / "outputs" / "tracking_outbox").exists()
+    assert "NOT IN MLFLOW" not in proc.stdout
+    assert record_of(report_path(proc.stdout).parent).synced
     report = read_report(report_path(proc.stdout))
     (run,) = mlflow_runs(tmp_path / "outputs")
     assert run.info.status == "FINISHED"
@@ -73,9 +69,9 @@ def test_long_and_colliding_slice_labels_are_all_tracked(
 def test_a_param_key_mlflow_refuses_leaves_the_rest_logged(tmp_path: Path) -> None:
     tracker = MlflowTracker(root=tmp_path)
     config = {"recipe": {"metadata": {"odd?key": 1, "x" * 300: 2, "fine": 3}}}
-    tracker.start(run_name="r", config=config, tags={"heta_eval.test": "1"})
+    tracker.start(run_name="r", config=config, tags={"heta_eval.test": "1"}, run_dir=tmp_path)
     tracker.end()
-    assert not (tmp_path / "tracking_outbox").exists()
+    assert not tracker.offline
     (run,) = mlflow_runs(tmp_path)
     assert run.info.status == "FINISHED"
     assert run.data.params["recipe.metadata.fine"] == "3"
@@ -87,34 +83,23 @@ def test_a_param_key_mlflow_refuses_leaves_the_rest_logged(tmp_path: Path) -> No
     assert run.data.tags[REJECTED_TAG].startswith("1 item(s): 'recipe.metadata.xxx")
 
 
-def test_sync_finishes_an_entry_holding_an_invalid_metric(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    outbox = Outbox(tmp_path)
-    entry = outbox.new_entry(
-        uri=uri,
-        experiment="heta_eval",
-        run_name="kept-in-the-outbox",
-        params={"recipe.name": "bm25", "recipe.metadata.a?b": "1"},
-        metrics=[
-            ("bm25.ndcg_at_10", 0.5, 1, 0),
-            ("slice/qt/" + "w" * 300 + "/bm25.ndcg_at_10", 0.25, 1, 0),
-            ("cases.failed", 0.0, 1, 0),
-        ],
-    )
-    outbox.save(entry.model_copy(update={"status": "FINISHED"}))
-    proc = subprocess.run(
-        [sys.executable, "-m", "heta_eval.cli.sync", "--root", str(tmp_path)],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "synced 1 run(s), 0 failed" in proc.stdout
-    assert "2 refused by MLflow" in proc.stdout
-    (run,) = MlflowClient(tracking_uri=uri).search_runs(["0", "1"])
+def test_sync_finishes_a_run_directory_holding_a_param_mlflow_refuses(
+    cli: InProcessCli, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "outputs"
+    done = cli(f"tracking.uri=http://127.0.0.1:{free_port()}", "runner.limit=3")
+    assert done.returncode == 0 and "NOT IN MLFLOW" in done.stdout, done.stderr
+    run_dir = report_path(done.stdout).parent
+    record = record_of(run_dir)
+    # A record written by another version, or edited: a key longer than MLflow takes.
+    params = {**record.params, "recipe.metadata." + "w" * 300: "1"}
+    write_record(run_dir, record.model_copy(update={"params": params}))
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    synced = heta_eval_sync(capsys, "--root", str(root), "--uri", uri)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert "synced 1 run(s), 0 failed" in synced.stdout
+    assert "1 refused by MLflow" in synced.stdout and "longer than 250" in synced.stdout
+    (run,) = all_runs(uri)
     assert run.info.status == "FINISHED"
-    assert run.data.metrics == {"bm25.ndcg_at_10": 0.5, "cases.failed": 0.0}
-    assert run.data.params == {"recipe.name": "bm25"}
-    assert "longer than 250 characters" in run.data.tags[REJECTED_TAG]
-    assert next(outbox.entries()).synced
+    assert run.data.params == record.params | run_params(read_report(run_dir / "report.json"))
+    assert run.data.metrics["cases.evaluated"] == 3

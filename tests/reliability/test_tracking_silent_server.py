@@ -1,21 +1,23 @@
 """A tracking server that accepts connections and never answers (issue 23, item 18): the run
 asks it once, gives up after one request timeout (`tracking.http_timeout_seconds`) as it does
-for a closed port, and keeps its tracking data in the outbox, instead of waiting out every
-MLflow request's timeout and retries."""
+for a closed port, and marks its run directory unsynced (`tracking.json`), instead of waiting
+out every MLflow request's timeout and retries. `heta-eval` runs in this process."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from heta_eval.tracking.outbox import Outbox
 
 from heta_eval import EvaluationReport
 
-from .processes import run_cli
+from ..conftest import InProcessCli
+from ..tracking_readback import record_of
+from .conftest import report_path
 
 
 class SilentServer:
@@ -51,29 +53,25 @@ def silent() -> Iterator[SilentServer]:
     server.close()
 
 
-@pytest.mark.slow
-def test_a_server_that_never_answers_costs_one_timeout_then_the_outbox(
-    tmp_path: Path, silent: SilentServer
+def test_a_server_that_never_answers_costs_one_timeout_then_the_run_is_unsynced(
+    cli: InProcessCli, tmp_path: Path, silent: SilentServer
 ) -> None:
     root = tmp_path / "outputs"
     uri = f"http://127.0.0.1:{silent.port}"
-    done = run_cli(
-        root,
-        tmp_path,
-        f"tracking.uri={uri}",
-        "tracking.http_timeout_seconds=3",
-        "runner.limit=5",
-        timeout=240,
-    )
+    started = time.monotonic()
+    done = cli(f"tracking.uri={uri}", "tracking.http_timeout_seconds=3", "runner.limit=5")
+    took = time.monotonic() - started
     assert done.returncode == 0, done.stdout + done.stderr
     # One request, not MLflow's retries of each of its requests (3 attempts of 3 s each,
     # for the experiment, the run and every batch after them).
     assert len(silent.connections) == 1
     said = done.stdout + done.stderr
     assert f"{uri} accepted the connection but sent no answer in 3 s" in said
-    assert "NOT UPLOADED" in done.stdout and f"heta-eval-sync --root {root}" in done.stdout
-    report = EvaluationReport.read_json(done.report_path)
-    (entry,) = Outbox(root).entries()
-    assert entry.pending and entry.status == "FINISHED"
-    assert "no answer in 3 s" in entry.reason
+    assert "NOT IN MLFLOW" in done.stdout and f"heta-eval-sync --root {root}" in done.stdout
+    assert took < 60  # one 3 s timeout, not MLflow's retries of each request
+    run_dir = report_path(done.stdout).parent
+    report = EvaluationReport.read_json(run_dir / "report.json")
+    record = record_of(run_dir)
+    assert not record.synced and record.status == "FINISHED" and record.run_id is None
+    assert "no answer in 3 s" in record.reason
     assert len(report.case_results) == 5

@@ -4,8 +4,8 @@ real, on 127.0.0.1 with its own SQLite auth database and backend store.
 With `MLFLOW_TRACKING_USERNAME`/`MLFLOW_TRACKING_PASSWORD`, heta-eval, a sweep,
 heta-eval-runs, heta-eval-compare and heta-eval-sync work and the password is written
 nowhere; without credentials the server answers 401, and a user without EDIT permission on
-another's experiment gets 403: each said in one clear line, and the run's tracking kept in the
-outbox, from which it is uploaded once someone with access syncs it.
+another's experiment gets 403: each said in one clear line, and the run directory marked
+unsynced (`tracking.json`), from which it is replayed once someone with access syncs it.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from heta_eval.tracking.outbox import Outbox
 from mlflow import MlflowClient
 
 from ..team_servers import mlflow_server
+from ..tracking_readback import record_of
 from .processes import Finished, cli_env, run_cli
 
+# A real basic-auth MLflow server; heta-eval and its tools as real processes.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ADMIN = ("admin", "admin-Pw-7c1e5d")
@@ -127,14 +128,14 @@ def test_with_credentials_every_command_works_and_the_password_is_written_nowher
     experiment = "tracking.experiment=alice-auth"
     single = run_cli(root, tmp_path, uri, experiment, "runner.limit=2", **alice)
     assert single.returncode == 0, single.stderr
-    assert "NOT UPLOADED" not in single.stdout and f"{auth_server.url}/#/experiments/" in (
+    assert "NOT IN MLFLOW" not in single.stdout and f"{auth_server.url}/#/experiments/" in (
         single.stdout
     )
     sweep = run_cli(
         root, tmp_path, "-m", uri, experiment, "runner.limit=2", "runner.top_k=3,5", **alice
     )
     assert sweep.returncode == 0, sweep.stderr
-    assert "NOT UPLOADED" not in sweep.stdout
+    assert "NOT IN MLFLOW" not in sweep.stdout
     client = auth_server.client(ALICE, monkeypatch)
     found = client.get_experiment_by_name("alice-auth")
     runs = client.search_runs([found.experiment_id])
@@ -172,9 +173,11 @@ def test_without_credentials_401_is_said_and_the_tracking_kept_then_synced(
         f"MLflow at {auth_server.url} requires a login (HTTP 401: not authenticated); set "
         "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN)"
     )
-    assert f"tracking: NOT UPLOADED ({login}" in done.stdout
-    (entry,) = Outbox(root).entries()
-    assert entry.status == "FINISHED" and entry.artifacts
+    assert f"tracking: NOT IN MLFLOW ({login}" in done.stdout
+    run_dir = done.report_path.parent
+    record = record_of(run_dir)
+    assert record.status == "FINISHED" and not record.synced and record.run_id is None
+    assert login in record.reason
     listed = _tool("heta_eval.cli.runs", "--tracking-uri", auth_server.url, cwd=tmp_path)
     assert listed.returncode != 0 and login in listed.stderr, listed.stderr
     assert "Traceback" not in listed.stderr
@@ -193,7 +196,9 @@ def test_without_credentials_401_is_said_and_the_tracking_kept_then_synced(
     )
     assert synced.returncode == 0 and "synced 1 run(s), 0 failed" in synced.stdout, synced.stdout
     client = auth_server.client(ALICE, monkeypatch)
-    run = client.get_run(next(iter(Outbox(root).entries())).server_run_id)
+    record = record_of(run_dir)
+    assert record.synced and record.run_id is not None
+    run = client.get_run(record.run_id)
     assert run.info.status == "FINISHED"
     assert "report.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
@@ -218,10 +223,10 @@ def test_a_user_without_edit_permission_gets_403_and_the_tracking_is_kept(
         f"MLflow at {auth_server.url} refused user 'bob' (MLFLOW_TRACKING_USERNAME) (HTTP 403: "
         "permission denied) on experiment 'alice-private'; logging a run needs EDIT permission"
     )
-    assert f"tracking: NOT UPLOADED ({refused}" in done.stdout, done.stdout
+    assert f"tracking: NOT IN MLFLOW ({refused}" in done.stdout, done.stdout
     assert "Traceback" not in done.stdout + done.stderr
-    (entry,) = Outbox(root).entries()
-    assert entry.status == "FINISHED" and entry.metrics
+    record = record_of(done.report_path.parent)
+    assert record.status == "FINISHED" and not record.synced and refused in record.reason
     again = _tool("heta_eval.cli.sync", "--root", str(root), cwd=tmp_path, **auth_server.env(BOB))
     assert again.returncode == 1 and refused in again.stdout, again.stdout
     assert _written(root, [done, again], BOB[1]) == []

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from heta_eval.tracking.outbox import OUTBOX_DIR
 from mlflow import MlflowClient
 
 from heta_eval.tracking.naming import metric_name
+from heta_eval.tracking.run_record import read_record
 
-from .conftest import CliRunner, job_logs, user_env
-from .team_servers import mlflow_server, postgres_missing, postgres_server
+from ...conftest import CliRunner, InProcessCli, job_logs, user_env
+from ...team_servers import mlflow_server, postgres_missing, postgres_server
 
 pytestmark = pytest.mark.skipif(postgres_missing() is not None, reason=str(postgres_missing()))
 
@@ -62,12 +62,14 @@ def _assert_metrics_match_report(client: MlflowClient, run: Any, dest: Path) -> 
     assert run.data.metrics["cases.failed"] == report["run"]["cases"]["failed"] == 0
 
 
-def _assert_outbox_empty(root: Path) -> None:
-    outbox = root / OUTBOX_DIR
-    assert not outbox.exists() or not any(outbox.iterdir()), list(outbox.iterdir())
+def _assert_all_synced(root: Path) -> None:
+    """Every run (and sweep) directory under `root` says MLflow holds all of it."""
+    records = [read_record(p.parent) for p in root.rglob("tracking.json")]
+    records = [r for r in records if r is not None]  # a run's state keeps another file
+    assert records and all(r.synced for r in records), [r.reason for r in records]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a parallel sweep (joblib workers) against a real server
 def test_a_parallel_sweep_on_the_mlflow_server_finishes_every_job_under_one_parent(
     server: str, run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -102,10 +104,10 @@ def test_a_parallel_sweep_on_the_mlflow_server_finishes_every_job_under_one_pare
     assert settings == {(c, k) for c in ("8", "16") for k in ("5", "10")}
     for child in children:
         _assert_metrics_match_report(client, child, tmp_path / "downloads")
-    _assert_outbox_empty(root)
+    _assert_all_synced(root)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # eight heta-eval processes at once against a real server
 def test_concurrent_runs_on_the_mlflow_server_all_finish_in_one_experiment(
     server: str, tmp_path: Path
 ) -> None:
@@ -134,7 +136,7 @@ def test_concurrent_runs_on_the_mlflow_server_all_finish_in_one_experiment(
     outputs = [p.communicate(timeout=600) for p in processes]
     for process, (_, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, err
-        assert "NOT UPLOADED" not in err
+        assert "NOT IN MLFLOW" not in err
     client = MlflowClient(tracking_uri=server)
     runs = _experiment_runs(client, "team_concurrent")
     assert len(runs) == CONCURRENT_RUNS
@@ -144,15 +146,15 @@ def test_concurrent_runs_on_the_mlflow_server_all_finish_in_one_experiment(
     )
     for run in runs:
         _assert_metrics_match_report(client, run, tmp_path / "downloads")
-    _assert_outbox_empty(root)
+    _assert_all_synced(root)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a real PostgreSQL server
 def test_a_run_logs_directly_to_postgresql_with_artifacts_under_its_root(
-    database: str, run_cli: CliRunner, tmp_path: Path
+    database: str, cli: InProcessCli, tmp_path: Path
 ) -> None:
     root = tmp_path / "outputs"
-    proc = run_cli(f"tracking.uri={database}", "tracking.experiment=team_direct")
+    proc = cli(f"tracking.uri={database}", "tracking.experiment=team_direct")
     assert proc.returncode == 0, proc.stderr
     client = MlflowClient(tracking_uri=database)
     (run,) = _experiment_runs(client, "team_direct")
@@ -160,4 +162,4 @@ def test_a_run_logs_directly_to_postgresql_with_artifacts_under_its_root(
     # Without an MLflow server, the artifacts go where the SQLite store's would: {root}/mlruns.
     assert run.info.artifact_uri.startswith((root / "mlruns").as_uri())
     _assert_metrics_match_report(client, run, tmp_path / "downloads")
-    _assert_outbox_empty(root)
+    _assert_all_synced(root)

@@ -1,13 +1,15 @@
-"""Sweeps end to end: launchers, the MLflow parent run's lifecycle, summary and Optuna search.
+"""Sweeps that need a real process: launchers whose jobs run in other processes (joblib,
+submitit), and the basic launcher's exits that go through `atexit` (a failed job) or a
+signal (SIGTERM): the MLflow parent run's lifecycle and its summary.
 
 Real `python -m heta_eval -m ...` subprocesses on the bundled sample benchmark; the MLflow
-store they write is read back with MlflowClient.
+store they write is read back with MlflowClient. A sweep that is signalled is held first, in
+a state it cannot leave by itself (tests/gates.py: a job waits at a gate).
 """
 
 from __future__ import annotations
 
 import json
-import pickle
 import re
 import shutil
 import signal
@@ -15,7 +17,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,13 +25,6 @@ from mlflow import MlflowClient
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.results.sweep_rows import (
     JOBS_DIR,
-    SweepRow,
-    best_scores,
-    differing_overrides,
-    headline,
-    job_rows,
-    merge_job_records,
-    score_means,
 )
 from heta_eval.sweep.callback import (
     BEST_RUN_TAG,
@@ -38,12 +32,13 @@ from heta_eval.sweep.callback import (
     PARENT_RUN_FILE,
     SUMMARY_TABLE,
     SWEEP_ID_FILE,
-    MlflowSweepCallback,
-    sweep_id,
 )
 from heta_eval.tracking.naming import table_column
+from heta_eval.tracking.run_record import read_record
 
-from .conftest import CliRunner, job_logs, user_env
+from ...conftest import CliRunner, job_logs
+from ...gates import pause_after
+from ...reliability.processes import cli_env, descendants, kill_left_over
 
 # A sweep whose second job fails at run time (its documents file does not exist), after
 # config validation: Hydra runs every job, then exits 1 without calling on_multirun_end.
@@ -80,7 +75,7 @@ def _with_documents(tmp_path: Path) -> None:
     shutil.copy(SAMPLE_DATA / "documents.jsonl", tmp_path / "a.jsonl")
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # joblib workers are processes
 def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -149,7 +144,7 @@ def test_parallel_sweep_on_a_fresh_store_groups_jobs_under_a_summarised_parent(
     assert f"compare the jobs: heta-eval-compare {parent.info.run_id}" in proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # the parent is ended by atexit, at the sweep process's exit
 def test_a_failing_job_ends_the_parent_failed_with_a_summary_of_what_finished(
     run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -189,7 +184,7 @@ def test_a_failing_job_ends_the_parent_failed_with_a_summary_of_what_finished(
     assert "BenchmarkDataError" in rows["FAILED"]["error"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # joblib workers, and two sweep processes
 def test_rerunning_a_failed_sweep_resumes_its_parent(run_cli: CliRunner, tmp_path: Path) -> None:
     _with_documents(tmp_path)
     root = tmp_path / "outputs"
@@ -225,40 +220,70 @@ def test_rerunning_a_failed_sweep_resumes_its_parent(run_cli: CliRunner, tmp_pat
     assert resumed.data.metrics["sweep.jobs_failed"] == 0
 
 
-@pytest.mark.slow
-def test_a_terminated_sweep_ends_its_runs_killed(tmp_path: Path) -> None:
+def _terminated_sweep(tmp_path: Path, *launcher: str) -> tuple[int, str]:
+    """A sweep of three jobs (`runner.limit=3,10,10`) whose jobs hold after five cases:
+    SIGTERM once the first job has finished and a later one holds (a state the sweep cannot
+    leave); its exit status and stderr. Processes it leaves behind are killed."""
+    root = tmp_path / "outputs"
+    paused, gate = tmp_path / "paused", tmp_path / "gate"
+    command = [sys.executable, "-m", "heta_eval", "-m", f"paths.root={root}", *launcher]
+    command += ["runner.limit=3,10,10", "runner.max_concurrent_queries=1"]
+    command += [pause_after(paused, gate, after=5)]
+    err = tmp_path / "stderr.txt"
+    with (
+        err.open("w") as stderr,
+        subprocess.Popen(
+            command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=stderr
+        ) as proc,
+    ):
+        deadline = time.monotonic() + 240
+        while not (paused.exists() and list(root.glob(f"multiruns/*/*/{JOBS_DIR}/*.json"))):
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.05)
+        started = descendants(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    kill_left_over(started)
+    return proc.returncode, err.read_text()
+
+
+@pytest.mark.slow  # a signal to a real sweep process (joblib workers)
+def test_a_terminated_parallel_sweep_ends_its_runs_killed(tmp_path: Path) -> None:
     # SIGTERM (scancel, kill) would end Python without atexit; the callback turns it into an
     # exit that summarises and ends the parent, and ends the runs of killed local workers.
+    status, stderr = _terminated_sweep(tmp_path, "hydra/launcher=local_parallel")
+    assert status == 128 + signal.SIGTERM, stderr
     root = tmp_path / "outputs"
-    env = user_env()
-    env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
-    command = [sys.executable, "-m", "heta_eval", "-m", f"paths.root={root}"]
-    # 12 jobs, 2 at a time: the kill comes after the first job, long before the last. (Every
-    # job is composed and checked before the first starts: 99 jobs cost 30 s more for nothing.)
-    command += ["hydra/launcher=local_parallel", "recipe.chunk_size=range(8,104,8)"]
-    with subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        deadline = time.monotonic() + 120
-        while not list(root.glob(f"multiruns/*/*/{JOBS_DIR}/*.json")):
-            assert proc.poll() is None and time.monotonic() < deadline, "no job finished"
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr
     (parent,), children = _runs(root)
     assert parent.info.status == "KILLED"
     assert children and all(r.info.status in {"FINISHED", "KILLED"} for r in children)
-    assert 0 < parent.data.metrics["sweep.jobs_finished"] < 12
+    assert 0 < parent.data.metrics["sweep.jobs_finished"] < 3
     assert SUMMARY_TABLE in {a.path for a in _client(root).list_artifacts(parent.info.run_id)}
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a signal to a real sweep process
+def test_a_terminated_sweep_leaves_its_finished_jobs_complete(tmp_path: Path) -> None:
+    # The basic launcher: every job in the sweep's process, the second one held when the
+    # signal comes. The finished job has its complete run; the held one ends KILLED, and
+    # the parent KILLED with the summary of what finished.
+    status, stderr = _terminated_sweep(tmp_path)
+    assert status == 128 + signal.SIGTERM, stderr
+    root = tmp_path / "outputs"
+    client = _client(root)
+    (parent,), children = _runs(root)
+    by_job = {int(r.data.tags["heta_eval.sweep_job"]): r for r in children}
+    assert sorted(by_job) == [0, 1]  # the third job never started
+    assert by_job[0].info.status == "FINISHED" and by_job[1].info.status == "KILLED"
+    files = {a.path for a in client.list_artifacts(by_job[0].info.run_id)}
+    assert {"report.json", "report.html", "config.resolved.yaml", "case_results.json"} <= files
+    assert parent.info.status == "KILLED"
+    assert parent.data.metrics["sweep.jobs_finished"] == 1
+    sweep_dir = Path(parent.data.tags["heta_eval.sweep_dir"])
+    assert read_record(sweep_dir).status == "KILLED"  # type: ignore[union-attr]
+    assert read_record(sweep_dir / "1").status == "KILLED"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow  # submitit runs each job in a process of its own
 def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_path: Path) -> None:
     # submitit_local is SLURM's code path (pickled job, job folder, results) without a cluster.
     proc = run_cli("-m", "hydra/launcher=submitit_local", "recipe.chunk_size=16,32")
@@ -270,100 +295,3 @@ def test_submitit_local_runs_the_sweep_in_submitit_jobs(run_cli: CliRunner, tmp_
     assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children), why
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert (Path(parent.data.tags["heta_eval.sweep_dir"]) / ".submitit").is_dir()
-
-
-# -- the pieces, without a sweep -----------------------------------------------------------
-
-
-def test_sweep_id_is_stable_and_order_free() -> None:
-    a = sweep_id(["recipe.chunk_size=16,32", "runner.top_k=5"], "config")
-    assert a == sweep_id(["runner.top_k=5", "recipe.chunk_size=16,32"], "config")
-    assert len(a) == 16 and a != sweep_id(["recipe.chunk_size=16,32"], "config")
-    assert a != sweep_id(["recipe.chunk_size=16,32", "runner.top_k=5"], "other")
-
-
-def test_best_is_only_for_score_means_with_their_own_ci() -> None:
-    def row(run_id: str, status: str, job: int, ndcg: float, low: float) -> SweepRow:
-        metrics = {
-            "bm25.ndcg_at_10": ndcg,
-            "ndcg_at_10": ndcg,
-            "ndcg_at_10.ci_low": low,
-            "ndcg_at_10.ci_high": 1.0,
-            **{f"bm25.ndcg_at_10.{stat}": 1.0 for stat in ("std", "ci_low", "ci_high")},
-            "bm25.ndcg_at_10.scored": 48,
-            "bm25.ndcg_at_10.skipped": 2,
-            "bm25.latency_p50_seconds": 0.01 * job,
-            "latency_p50_seconds": 0.01 * job,
-            "slice/difficulty/easy/bm25.ndcg_at_10": 1.0,
-            "kb.chunks": 100.0 * job,
-            "cache.response_misses": 48.0,
-            "cases.failed": 0.0,
-        }
-        tags = {"heta_eval.primary_query_mode": "bm25"}
-        return SweepRow(run_id, run_id, status, f"x={job}", metrics=metrics, tags=tags, job=job)
-
-    rows = [
-        row("r0", "FINISHED", 0, 0.5, 0.2),
-        row("r1", "FINISHED", 1, 0.7, 0.6),
-        row("r2", "FINISHED", 2, 0.7, 0.1),  # a tie: the earlier job wins
-        row("r3", "FAILED", 3, 0.9, 0.8),  # not finished: never best
-    ]
-    assert score_means(rows[0]) == ["ndcg_at_10", "bm25.ndcg_at_10"]
-    best = {b.metric: b for b in best_scores(rows)}
-    assert set(best) == {"ndcg_at_10", "bm25.ndcg_at_10"}
-    assert (best["ndcg_at_10"].value, best["ndcg_at_10"].row.run_id) == (0.7, "r1")
-    # Its own run's bounds, not the largest ci_low of any run (r3's 0.8, r0's 0.2).
-    assert (best["ndcg_at_10"].ci_low, best["ndcg_at_10"].ci_high) == (0.6, 1.0)
-    assert headline(rows) == "ndcg_at_10"  # nDCG@10 where there is one
-    assert headline(rows, "bm25.ndcg@10") == "bm25.ndcg_at_10"  # the search's objective
-    assert differing_overrides(rows) == ["x"]
-
-
-def _run(run_id: str, status: str, overrides: str, start: int) -> SimpleNamespace:
-    return SimpleNamespace(
-        info=SimpleNamespace(run_id=run_id, run_name=run_id, status=status, start_time=start),
-        data=SimpleNamespace(metrics={"m": 1.0}, tags={"heta_eval.overrides": overrides}),
-    )
-
-
-def test_a_rerun_job_counts_once_by_its_latest_finished_run() -> None:
-    rows = job_rows(
-        [
-            _run("old-fail", "FAILED", "x=1", 1),
-            _run("ok", "FINISHED", "x=2", 2),
-            _run("new-ok", "FINISHED", "x=1", 3),
-            _run("still-failing", "FAILED", "x=3", 4),
-            _run("fails-again", "FAILED", "x=3", 5),
-        ]
-    )
-    assert [(r.run_id, r.status, r.attempts) for r in rows] == [
-        ("ok", "FINISHED", 1),
-        ("new-ok", "FINISHED", 2),
-        ("fails-again", "FAILED", 2),
-    ]
-
-
-def test_failed_jobs_without_a_run_get_a_row_and_rows_their_job_numbers() -> None:
-    rows = [SweepRow("r1", "a", "FINISHED", "x=1"), SweepRow("r2", "b", "FAILED", "x=2")]
-    merge_job_records(
-        rows,
-        [
-            {"num": 0, "status": "COMPLETED", "overrides": ["x=1"], "error": None},
-            {"num": 1, "status": "FAILED", "overrides": ["x=2"], "error": "E: two"},
-            {"num": 2, "status": "FAILED", "overrides": ["x=3"], "error": "E: three"},
-        ],
-    )
-    assert [(r.job, r.run_id, r.status, r.error) for r in rows] == [
-        (0, "r1", "FINISHED", None),
-        (1, "r2", "FAILED", "E: two"),
-        (2, "", "FAILED", "E: three"),
-    ]
-    assert [r.label for r in rows] == ["#0", "#1", "#2"]
-
-
-def test_the_callback_ships_to_workers_without_its_client() -> None:
-    callback = MlflowSweepCallback()
-    callback._tracker = SimpleNamespace(client=lambda: None)  # not picklable
-    callback._armed = True
-    copy = pickle.loads(pickle.dumps(callback))
-    assert copy._tracker is None and copy._armed is False
