@@ -28,7 +28,6 @@ from heta_eval.config.secrets import (
 )
 from heta_eval.endpoints import OpenAICompatibleClient
 from heta_eval.endpoints.client import EndpointError
-from heta_eval.run import sweep_workers
 
 from ..cli_in_process import CliResult
 from ..conftest import InProcessCli
@@ -90,11 +89,7 @@ def test_keys_from_the_environment_and_the_command_line_leak_nowhere(
     assert _leaks(root, done, cli_key) == []
 
 
-def test_a_key_on_a_sweep_command_line_leaks_nowhere(
-    cli: InProcessCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The sweep shares its workers between jobs for the rest of this process: not after it.
-    monkeypatch.setattr(sweep_workers, "_enabled", False)
+def test_a_key_on_a_sweep_command_line_leaks_nowhere(cli: InProcessCli, tmp_path: Path) -> None:
     cli_key = f"sk-sweep-{uuid.uuid4().hex}"
     root = tmp_path / "outputs"
     done = cli(
