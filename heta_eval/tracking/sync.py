@@ -16,6 +16,7 @@ directory whose run has not ended (still running, or killed and not resumed) wai
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,14 +61,22 @@ class ParentRef:
     root: Path
 
 
+# What paths.root holds besides run and sweep directories: never walked (the object store
+# and the caches can hold millions of files).
+NOT_RUN_DIRECTORIES = frozenset({"store", "cache", "data", "state", "mlruns"})
+
+
 def tracked_directories(root: Path) -> list[tuple[Path, TrackingRecord]]:
     """Every run and sweep directory under `root` with a tracking record, sweeps first,
     each group oldest first."""
     found = []
-    for path in sorted(Path(root).rglob(RECORD_FILE)):
-        record = read_record(path.parent)
-        if record is not None:
-            found.append((path.parent, record))
+    for directory, subdirectories, files in os.walk(root):
+        if Path(directory) == Path(root):
+            subdirectories[:] = [d for d in subdirectories if d not in NOT_RUN_DIRECTORIES]
+        if RECORD_FILE in files:
+            record = read_record(Path(directory))
+            if record is not None:
+                found.append((Path(directory), record))
     found.sort(key=lambda item: (item[1].kind != SWEEP_KIND, item[1].start_time or 0))
     return found
 
