@@ -46,6 +46,8 @@ HEAVIEST = (
     "tests/test_uda_subsets.py",
     "tests/integration/cli/test_hydra_flags.py",
     "tests/integration/cli/test_main.py",
+    "tests/integration/kb/test_llm_answers.py",
+    "tests/integration/cli/test_console.py",
     "tests/test_uda.py",
     "tests/reliability/test_signals.py",
     "tests/reliability/test_fresh_store.py",
