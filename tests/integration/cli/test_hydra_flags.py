@@ -50,8 +50,10 @@ HYDRA_FLAGS: list[tuple[list[str], tuple[str, ...]]] = [
 
 def _stable(text: str) -> str:
     """Hydra's output without the plugin scan's timings (they differ between calls, and
-    order its table)."""
-    return "\n".join(s for s in text.splitlines() if not re.search(r"\d\.\d{3}\b", s))
+    order its table; a slow scan widens its column, so runs of spaces and dashes count as
+    one)."""
+    kept = (s for s in text.splitlines() if not re.search(r"\d\.\d{3}\b", s))
+    return "\n".join(re.sub(r"-{2,}", "-", re.sub(r" {2,}", " ", s)) for s in kept)
 
 
 # Hydra composes every option of every config group for its help: seconds for each app.
