@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ...conftest import InProcessCli
 from ..conftest import SharedRun
 from ..runs import report_path
@@ -34,6 +36,7 @@ def test_summary_shows_scores_cache_use_run_directory_and_mlflow_run(
     assert sample_run.tracked is not None and sample_run.tracked.info.run_id in tracking
 
 
+@pytest.mark.slow
 def test_runs_from_the_caches_and_reused_runs_say_so(
     cli: InProcessCli, sample_run: SharedRun
 ) -> None:

@@ -56,9 +56,20 @@ def _stable(text: str) -> str:
     return "\n".join(re.sub(r"-{2,}", "-", re.sub(r" {2,}", " ", s)) for s in kept)
 
 
-@pytest.mark.parametrize(
-    ("flags", "expected"), HYDRA_FLAGS, ids=[" ".join(f)[:40] for f, _ in HYDRA_FLAGS]
-)
+# Hydra composes every option of every config group for its help: seconds for each app.
+SLOW_FLAGS = {"--help", "--hydra-help"}
+CASES = [
+    pytest.param(
+        flags,
+        expected,
+        id=" ".join(flags)[:40],
+        marks=[pytest.mark.slow] if flags[0] in SLOW_FLAGS else [],
+    )
+    for flags, expected in HYDRA_FLAGS
+]
+
+
+@pytest.mark.parametrize(("flags", "expected"), CASES)
 def test_hydra_flags_print_what_any_hydra_app_prints(
     flags: list[str],
     expected: tuple[str, ...],

@@ -79,6 +79,7 @@ def test_default_run_prints_scores_and_logs_everything_to_mlflow(
     assert logged == report
 
 
+@pytest.mark.slow
 def test_multirun_groups_jobs_under_a_parent_run(cli: InProcessCli, tmp_path: Path) -> None:
     proc = cli("-m", "recipe.chunk_size=16,32")
     assert proc.returncode == 0, proc.stderr

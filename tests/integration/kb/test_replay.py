@@ -197,6 +197,7 @@ def test_unknown_case_ids_fail_before_any_case_is_evaluated(tmp_path: Path) -> N
     assert not list(tmp_path.rglob("report.json"))
 
 
+@pytest.mark.slow
 def test_a_changed_file_is_a_new_run_the_same_file_is_reused(sample, tmp_path: Path) -> None:
     _, original, _ = sample
     run = tmp_path / "run.trec"

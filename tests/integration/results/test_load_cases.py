@@ -26,6 +26,7 @@ def _run(root: Path, *overrides: str) -> tuple[Path, str]:
     return report_path, json.loads(report_path.read_text())["run"]["tracking"]["run_id"]
 
 
+@pytest.mark.slow
 def test_cases_from_report_json_and_from_mlflow_agree_and_pair(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     fusion_path, fusion_run = _run(root, "recipe=bm25_fusion")

@@ -11,6 +11,7 @@ import heta_eval
 from heta_eval.config.compose import compose_config
 
 
+@pytest.mark.slow
 def test_evaluate_from_overrides_writes_tracks_and_then_reuses(tmp_path: Path) -> None:
     root = tmp_path / "outputs"
     overrides = [f"paths.root={root}", "runner.limit=6", "runner.progress=off"]
