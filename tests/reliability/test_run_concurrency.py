@@ -11,7 +11,7 @@ import pytest
 from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport
-from heta_eval.tracking.mlflow_tracker import report_metrics
+from heta_eval.tracking.projection import report_metrics
 
 from ..conftest import job_logs
 from .processes import Finished, run_cli, start_cli, verify_cache

@@ -19,11 +19,14 @@ from mlflow import MlflowClient
 
 from heta_eval import EvaluationReport
 
+from ..conftest import InProcessCli
+from .conftest import report_path
 from .processes import Finished, run_cli, verify_cache
 
 ARGS = ("runner.limit=12", "runner.max_concurrent_queries=1")
 # The torn-file tests read the run's own files only (reports, state, journal, cache); their
-# runs are not tracked (the killed runs above are tracked and their MLflow run read back).
+# runs are not tracked (the killed runs above are tracked and their MLflow run read back),
+# and need no process of their own: `heta-eval` runs in this process.
 UNTRACKED = (*ARGS, "tracking=none")
 
 
@@ -133,39 +136,39 @@ def test_killed_while_writing_the_cache(
 
 
 @pytest.mark.slow
-def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
+def test_torn_report_marker_and_journal_are_not_trusted(cli: InProcessCli, tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    first = run_cli(root, tmp_path, *UNTRACKED)
+    first = cli(*UNTRACKED, root=root)
     assert first.returncode == 0, first.stderr
-    reference = EvaluationReport.read_json(first.report_path)
+    reference = EvaluationReport.read_json(report_path(first.stdout))
     (state,) = (root / "state").glob("*/done.json")
     journal = state.parent / "journal.jsonl"
 
     # A torn report in the run directory does not matter: the state keeps its own copy.
-    text = first.report_path.read_text()
-    first.report_path.write_text(text[: len(text) // 2])
-    reused = run_cli(root, tmp_path, *UNTRACKED)
+    text = report_path(first.stdout).read_text()
+    report_path(first.stdout).write_text(text[: len(text) // 2])
+    reused = cli(*UNTRACKED, root=root)
     assert reused.returncode == 0 and "already evaluated" in reused.stdout + reused.stderr
-    _assert_same(EvaluationReport.read_json(reused.report_path), reference)
+    _assert_same(EvaluationReport.read_json(report_path(reused.stdout)), reference)
 
     # The state's copy torn: not the report it wrote, evaluated again (from the journal).
     kept = state.parent / "report.json"
     kept.write_text(kept.read_text()[: len(text) // 2])
-    again = run_cli(root, tmp_path, *UNTRACKED)
+    again = cli(*UNTRACKED, root=root)
     assert again.returncode == 0, again.stderr
     assert "is not the one it wrote" in again.stdout + again.stderr
     assert "already evaluated" not in again.stdout + again.stderr
-    report = EvaluationReport.read_json(again.report_path)
+    report = EvaluationReport.read_json(report_path(again.stdout))
     assert report.run.resumed_cases == 12
     _assert_same(report, reference)
 
     # A torn completion marker: not finished.
     marker = state.read_text()
     state.write_text(marker[: len(marker) // 2])
-    torn_marker = run_cli(root, tmp_path, *UNTRACKED)
+    torn_marker = cli(*UNTRACKED, root=root)
     assert torn_marker.returncode == 0, torn_marker.stderr
     assert "already evaluated" not in torn_marker.stdout + torn_marker.stderr
-    _assert_same(EvaluationReport.read_json(torn_marker.report_path), reference)
+    _assert_same(EvaluationReport.read_json(report_path(torn_marker.stdout)), reference)
 
     # A journal cut in the middle of its 6th line (a kill mid-write): 4 results are kept,
     # the torn line and everything after it are evaluated again.
@@ -176,20 +179,20 @@ def test_torn_report_marker_and_journal_are_not_trusted(tmp_path: Path) -> None:
     journal.write_bytes(cut + lines[5][: len(lines[5]) // 2])
     kept = sum(1 for line in lines[1:5] if b'"kind": "case"' in line)
     assert len(cases) == 12 and kept >= 3
-    resumed = run_cli(root, tmp_path, *UNTRACKED)
+    resumed = cli(*UNTRACKED, root=root)
     assert resumed.returncode == 0, resumed.stderr
-    report = EvaluationReport.read_json(resumed.report_path)
+    report = EvaluationReport.read_json(report_path(resumed.stdout))
     assert report.run.resumed_cases == kept
     _assert_same(report, reference)
     assert journal.read_bytes().endswith(b"\n")
 
 
 @pytest.mark.slow
-def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
+def test_torn_cache_files_are_discarded_not_used(cli: InProcessCli, tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    first = run_cli(root, tmp_path, *UNTRACKED)
+    first = cli(*UNTRACKED, root=root)
     assert first.returncode == 0, first.stderr
-    reference = EvaluationReport.read_json(first.report_path)
+    reference = EvaluationReport.read_json(report_path(first.stdout))
     entries, responses = verify_cache(root / "cache")
     assert entries == 1 and responses == 12
     (entry,) = (p for p in (root / "cache" / "kb").glob("*/*") if not p.name.startswith("."))
@@ -198,11 +201,11 @@ def test_torn_cache_files_are_discarded_not_used(tmp_path: Path) -> None:
     response = sorted((root / "cache" / "responses").glob("*.json"))[0]
     response.write_bytes(response.read_bytes()[:40])
 
-    again = run_cli(root, tmp_path, *UNTRACKED, "runner.resume=false")
+    again = cli(*UNTRACKED, "runner.resume=false", root=root)
     assert again.returncode == 0, again.stderr
     assert "discarding corrupt build cache entry" in again.stdout + again.stderr
     assert "ignoring corrupt cache file" in again.stdout + again.stderr
-    report = EvaluationReport.read_json(again.report_path)
+    report = EvaluationReport.read_json(report_path(again.stdout))
     cache = report.run.cache
     assert cache["discarded"] == 1 and cache["hits"] == 0 and cache["written"] == 1
     assert cache["response_hits"] == 11 and cache["response_misses"] == 1
