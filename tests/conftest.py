@@ -164,16 +164,3 @@ def local_ray_cluster(num_cpus: int = 2) -> Iterator[str]:
         yield context.address_info["gcs_address"]
     finally:
         ray.shutdown()
-
-
-# Written against the tracking outbox, which unsynced run directories replaced (issue 34):
-# their promises (a refused, silent or concurrent store loses nothing; keys MLflow refuses
-# are named; team servers on PostgreSQL) hold, and these modules are being rewritten for the
-# new layout. Until then they are not collected (pytest lists them as ignored paths).
-collect_ignore = [
-    "e2e/tracking/test_team_postgres.py",
-    "reliability/test_run_concurrency.py",
-    "reliability/test_tracking_metric_keys.py",
-    "reliability/test_tracking_silent_server.py",
-    "reliability/test_tracking_team_auth.py",
-]
