@@ -11,10 +11,9 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from mlflow import MlflowClient
 
+from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
 from heta_eval.benchmarks import UdaBenchmark
 from heta_eval.benchmarks.uda.answers import NO_ANSWERS_REASON
 from heta_eval.benchmarks.uda.evidence import ONE_PAGE_REASON
