@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -144,23 +143,3 @@ def cli(
         return call_cli(program, argv, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
 
     return run
-
-
-@contextlib.contextmanager
-def local_ray_cluster(num_cpus: int = 2) -> Iterator[str]:
-    """A private local Ray cluster (`num_cpus` CPUs, a small object store) and its address;
-    its workers get a user's environment (no PYTEST_CURRENT_TEST), shut down at the end."""
-    import ray
-
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k == "PYTEST_CURRENT_TEST"}
-    context = ray.init(
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        object_store_memory=100 * 1024 * 1024,
-        log_to_driver=False,
-    )
-    os.environ.update(saved)
-    try:
-        yield context.address_info["gcs_address"]
-    finally:
-        ray.shutdown()

@@ -1,26 +1,25 @@
-"""UDA finance: one knowledge base per report, from the sampled bench or the QA table + PDFs.
+"""UDA finance evaluated: one knowledge base per report, from the sampled bench or the QA
+table + PDFs, through the runner and the command line (in this process).
 
-The other five subsets are in test_uda_subsets.py; the scoring in test_uda_scoring.py."""
+The other five subsets are in test_subsets.py; what the adapter yields in
+tests/unit/benchmarks/uda/test_adapter.py; the scoring in tests/unit/benchmarks/uda/."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from pathlib import Path
 
 import pytest
+from mlflow import MlflowClient
 
 from heta_eval import BenchmarkRunner, EvaluationReport, RunnerSettings
-from heta_eval.benchmarks import BenchmarkDataError, UdaBenchmark
+from heta_eval.benchmarks import UdaBenchmark
 from heta_eval.benchmarks.uda.answers import NO_ANSWERS_REASON
-from heta_eval.benchmarks.uda.documents import render_row
-from heta_eval.benchmarks.uda.entries import page_number
 from heta_eval.benchmarks.uda.evidence import ONE_PAGE_REASON
 from heta_eval.evaluators.exhaustive import exhaustive_reason
-from heta_eval.records import BenchmarkWorkspace
 
-from .conftest import SHARED, load_recipe
+from ....conftest import SHARED, InProcessCli, load_recipe
 
 UDA = SHARED / "datasets" / "uda"
 
@@ -40,16 +39,6 @@ def _run(bench: UdaBenchmark, tmp: Path, **settings: object) -> EvaluationReport
         settings=RunnerSettings(output_dir=tmp / "run", store_dir=tmp / "store", **settings),
     )
     return asyncio.run(runner.run())
-
-
-def test_page_numbers_and_rows() -> None:
-    assert page_number("ADI/2009/page_59.pdf-1") == 59
-    assert page_number("doc-3") is None
-    header = ["$ in billions", "2016", "2015"]
-    assert (
-        render_row(header, ["fixed income", "578", "530"]) == "fixed income: 2016 = 578; 2015 = 530"
-    )
-    assert render_row(header, ["short"]) == "short"
 
 
 def test_bench_builds_one_kb_per_report(uda_root: Path, tmp_path: Path) -> None:
@@ -77,27 +66,6 @@ def test_bench_builds_one_kb_per_report(uda_root: Path, tmp_path: Path) -> None:
     assert match.skipped_reasons == {exhaustive_reason(5): 11} and match.scored == 440
 
 
-def test_bench_pages_carry_rows_and_answers(uda_root: Path, tmp_path: Path) -> None:
-    bench = UdaBenchmark(source="bench", data_root=uda_root)
-
-    async def load() -> tuple[list, list]:
-        prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path))
-        return [d async for d in bench.documents(prepared)], [
-            c async for c in bench.cases(prepared)
-        ]
-
-    documents, cases = asyncio.run(load())
-    page = next(d for d in documents if d.document_id == "GS_2016-page_79")
-    segments = json.loads(page.data)["segments"]
-    row = next(s for s in segments if s["locator"].get("row_index") == 4)
-    assert row["locator"] == {"page_index": 78, "table_id": "table", "row_index": 4}
-    assert row["text"].startswith("total long-term assets under supervision:")
-    case = next(c for c in cases if c.case_id == "GS/2016/page_79.pdf-3")
-    assert case.expected.answers == ("57%", "0.57484")
-    assert case.expected.evidence[0].locator == {"document_id": "GS_2016-page_79", "page_index": 78}
-    assert len({d.document_id for d in documents}) == len(documents)
-
-
 @pytest.mark.slow
 def test_qa_table_with_pdfs_finds_the_named_pages(
     uda_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -120,47 +88,11 @@ def test_qa_table_with_pdfs_finds_the_named_pages(
     assert found >= 39
 
 
-def test_missing_or_malformed_inputs(uda_root: Path, tmp_path: Path) -> None:
-    with pytest.raises(
-        BenchmarkDataError, match=r"benchmark\.data_root: .*bench_fin_qa\.json not found"
-    ):
-        asyncio.run(UdaBenchmark(data_root=tmp_path).prepare(BenchmarkWorkspace(root=tmp_path)))
-    (tmp_path / "qa").mkdir()
-    (tmp_path / "qa" / "fin_qa.csv").write_text("doc|question\nADI_2009|what?\n")
-    table = UdaBenchmark(
-        source="qa_table",
-        data_root=tmp_path,
-        documents_dir=uda_root / "src_doc_files_example" / "fin_docs",
-    )
-    with pytest.raises(
-        BenchmarkDataError,
-        match=r"fin_qa\.csv:1: header lacks \['answer_1', 'doc_name', 'q_uid'\]",
-    ):
-        asyncio.run(_cases(table, tmp_path))
-    no_docs = UdaBenchmark(source="qa_table", data_root=tmp_path)
-    with pytest.raises(BenchmarkDataError, match=r"benchmark\.documents_dir"):
-        asyncio.run(no_docs.prepare(BenchmarkWorkspace(root=tmp_path)))
-    bench_dir = tmp_path / "extended_qa_info_bench"
-    bench_dir.mkdir()
-    (bench_dir / "bench_fin_qa.json").write_text(
-        json.dumps({"ADI_2009": [{"q_uid": "ADI/2009/page_1.pdf-1"}]})
-    )
-    with pytest.raises(BenchmarkDataError, match=r"\['ADI_2009'\]\[0\]: missing field 'question'"):
-        asyncio.run(_cases(UdaBenchmark(data_root=tmp_path), tmp_path))
-
-
-async def _cases(bench: UdaBenchmark, tmp_path: Path) -> list:
-    prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path))
-    return [c async for c in bench.cases(prepared)]
-
-
 @pytest.mark.slow
 def test_the_command_line_logs_one_run_for_99_units(
-    uda_root: Path, run_cli, tmp_path: Path
+    uda_root: Path, cli: InProcessCli, tmp_path: Path
 ) -> None:
-    from mlflow import MlflowClient
-
-    proc = run_cli("benchmark=uda", f"benchmark.data_root={uda_root}")
+    proc = cli("benchmark=uda", f"benchmark.data_root={uda_root}")
     assert proc.returncode == 0, proc.stderr
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])

@@ -2,56 +2,47 @@
 artifacts, `heta-eval-runs --suite`, `load_runs(suite=...)`), suite comparisons per member
 with a macro average, and the reproduction matrix of published numbers.
 
-Real `python -m heta_eval -m suite=...` subprocesses; the MLflow store they write is read
-back with MlflowClient. The UDA and SciFact runs are marked slow.
+The console scripts run in this process (a sweep with the basic launcher runs its jobs in
+the process that starts it); the MLflow store they write is read back with MlflowClient.
+The bundled sample's suite is swept once for the module. The UDA and SciFact runs are
+marked slow. The suites' definitions are checked in tests/unit/sweep/test_suites.py.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mlflow import MlflowClient
 
-from heta_eval.config.resolvers import SuiteDataError, beir_datasets
+import heta_eval
+from heta_eval import EvaluationReport
 from heta_eval.records.suite import suite_from_config
-from heta_eval.results.suite_table import scoped_mean
-from heta_eval.sweep.reproduce import read_suite, suite_names
+from heta_eval.results.suite_render import to_markdown
+from heta_eval.results.suite_table import build_suite_table
+from heta_eval.results.sweep_rows import job_rows
+from heta_eval.sweep.end import child_runs
 
-from .compare_helpers import compare_cli, modes_report
-from .conftest import SHARED, job_logs, user_env
+from ...cli_in_process import CliResult, call_cli_once
+from ...conftest import SHARED, InProcessCli, job_logs
 
 UDA = SHARED / "datasets" / "uda"
 BEIR = SHARED / "datasets" / "beir"
 
 
-def _heta_eval(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "heta_eval", *args],
-        cwd=cwd,
-        env=user_env(PYTHONWARNINGS="ignore::DeprecationWarning"),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+@pytest.fixture
+def compare(cli: InProcessCli, monkeypatch: pytest.MonkeyPatch) -> InProcessCli:
+    """`heta-eval-compare ARGS` in this process, in the terminal a user reads it in: 120
+    columns, whatever the test process was given."""
+    monkeypatch.setenv("COLUMNS", "120")
 
+    def run(*args: str) -> CliResult:
+        return cli(*args, program="heta-eval-compare")
 
-def _module(
-    module: str, *args: str, cwd: Path, timeout: float = 600
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        env=user_env(PYTHONWARNINGS="ignore::DeprecationWarning"),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run
 
 
 def _parent(root: Path) -> Any:
@@ -79,10 +70,11 @@ def _artifact(client: MlflowClient, run_id: str, name: str, dest: Path) -> str:
 def sample_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     cwd = tmp_path_factory.mktemp("sample-suite")
     root = cwd / "outputs"
-    proc = _heta_eval(
-        "-m", "suite=sample", "recipe=bm25,bm25_fusion", "runner.top_k=5", f"paths.root={root}",
+    proc = call_cli_once(
+        "heta-eval",
+        ["-m", "suite=sample", "recipe=bm25,bm25_fusion", "runner.top_k=5", f"paths.root={root}"],
         cwd=cwd,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-3000:] + job_logs(root)
     return root, proc.stdout
 
@@ -125,12 +117,10 @@ def test_a_suite_sweep_ends_with_its_members_by_recipes_table(
 
 @pytest.mark.slow
 def test_the_table_reads_back_through_the_cli_and_the_library(
-    sample_suite: tuple[Path, str], tmp_path: Path
+    sample_suite: tuple[Path, str], cli: InProcessCli
 ) -> None:
-    import heta_eval
-
     root, _ = sample_suite
-    proc = _module("heta_eval.cli.runs", "--suite", "sample", "--root", str(root), cwd=tmp_path)
+    proc = cli("--suite", "sample", "--root", str(root), program="heta-eval-runs")
     assert proc.returncode == 0, proc.stderr
     assert "suite sample: 2 member(s)" in proc.stdout and "macro average" in proc.stdout
     frame = heta_eval.load_runs(root=root, suite="sample")
@@ -139,22 +129,21 @@ def test_the_table_reads_back_through_the_cli_and_the_library(
     assert frame.loc["macro average", "bm25"] == pytest.approx(
         (frame.loc["corpus", "bm25"] + frame.loc["units", "bm25"]) / 2
     )
-    missing = _module("heta_eval.cli.runs", "--suite", "uda", "--root", str(root), cwd=tmp_path)
+    missing = cli("--suite", "uda", "--root", str(root), program="heta-eval-runs")
     assert missing.returncode == 2 and "no suite sweep for 'uda'" in missing.stderr
 
 
 @pytest.mark.slow
 def test_comparing_a_suite_sweep_pairs_per_member_with_a_macro_average(
-    sample_suite: tuple[Path, str], tmp_path: Path
+    sample_suite: tuple[Path, str], compare: InProcessCli, tmp_path: Path
 ) -> None:
     root, _ = sample_suite
     client, parent, _ = _parent(root)
     out = tmp_path / "cmp"
     uri = f"sqlite:///{root / 'mlflow.db'}"
-    proc = compare_cli(
-        parent.info.run_id, "--tracking-uri", uri, "--out", str(out), "--resamples", "500",
-        cwd=tmp_path,
-    )  # fmt: skip
+    proc = compare(
+        parent.info.run_id, "--tracking-uri", uri, "--out", str(out), "--resamples", "500"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "benchmark.shape=corpus" in proc.stdout and "benchmark.shape=units" in proc.stdout
     assert "macro average over the members" in proc.stdout and "MDE" in proc.stdout
@@ -173,69 +162,14 @@ def test_comparing_a_suite_sweep_pairs_per_member_with_a_macro_average(
     assert "suite_comparison/suite_comparison.md" in logged
 
 
-# --- definitions and helpers -----------------------------------------------------------------
-
-
-def test_every_suite_definition_is_valid_and_cites_its_numbers() -> None:
-    assert {"uda", "beir_local", "sample"} <= set(suite_names())
-    uda = read_suite("uda")
-    assert uda.members == ("fin", "tat", "paper_text", "paper_tab", "feta", "nq")
-    assert uda.member_key == "benchmark.subset"
-    for name in suite_names():
-        for ref in read_suite(name).references:
-            assert ref.source and (ref.checked or ref.differs), ref
-    with pytest.raises(ValueError, match=r"^suite: reference for member 'fiqa' .*not a member"):
-        suite_from_config(
-            {
-                "name": "x",
-                "member_key": "benchmark.subset",
-                "members": ["fin"],
-                "references": [
-                    {"member": "fiqa", "recipe": "bm25", "metric": "ndcg@10", "value": 0.2,
-                     "source": "somewhere"},
-                ],
-            }
-        )  # fmt: skip
-
-
-def test_beir_local_finds_the_datasets_under_its_root(tmp_path: Path) -> None:
-    (tmp_path / "nfcorpus" / "qrels").mkdir(parents=True)
-    for name in ("corpus.jsonl", "queries.jsonl"):
-        (tmp_path / "nfcorpus" / name).write_text("")
-    (tmp_path / "notes").mkdir()
-    assert beir_datasets(str(tmp_path)) == ["nfcorpus"]
-    with pytest.raises(SuiteDataError, match="no BEIR dataset under"):
-        beir_datasets(str(tmp_path / "notes"))
-    with pytest.raises(SuiteDataError, match=r"suite\.data_root: required"):
-        beir_datasets("???")
-
-
-def test_a_reference_scoped_to_documents_averages_their_cases_only() -> None:
-    report = modes_report("r", {"bm25": {"m@1": [0.2, 0.4, None, 1.0]}})
-    assert scoped_mean(report, "m@1", ()) == (pytest.approx(1.6 / 3), 3)
-    other = report.model_copy(
-        update={
-            "case_results": tuple(
-                r.model_copy(update={"unit_id": "doc2"}) if r.case_id == "c3" else r
-                for r in report.case_results
-            )
-        }
-    )
-    assert scoped_mean(other, "m@1", ("doc2",)) == (1.0, 1)
-    assert scoped_mean(other, "bm25.m@1", ("u",)) == (pytest.approx(0.3), 2)
-
-
 # --- real benchmarks: slow -------------------------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (UDA / "qa").is_dir(), reason=f"UDA not found at {UDA}")
-def test_the_uda_suite_runs_six_members_into_one_table(tmp_path: Path) -> None:
+def test_the_uda_suite_runs_six_members_into_one_table(cli: InProcessCli, tmp_path: Path) -> None:
     root = tmp_path / "outputs"
-    proc = _heta_eval(
-        "-m", "suite=uda", "recipe=bm25", f"benchmark.data_root={UDA}", f"paths.root={root}",
-        cwd=tmp_path, timeout=1800,
-    )  # fmt: skip
+    proc = cli("-m", "suite=uda", "recipe=bm25", f"benchmark.data_root={UDA}")
     assert proc.returncode == 0, proc.stderr[-3000:] + job_logs(root)
     assert "suite uda: 6 member(s) x 1 column(s), uda_evidence_match@5" in proc.stdout
     client, parent, children = _parent(root)
@@ -261,19 +195,19 @@ def beir_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_scifact_bm25_against_bm25_fusion_reports_the_mde(beir_root: Path) -> None:
+def test_scifact_bm25_against_bm25_fusion_reports_the_mde(
+    beir_root: Path, cli: InProcessCli, compare: InProcessCli
+) -> None:
     root = beir_root / "outputs"
-    proc = _heta_eval(
-        "-m", "suite=beir_local", f"suite.data_root={BEIR}", "recipe=bm25,bm25_fusion",
-        f"paths.root={root}", cwd=beir_root, timeout=1800,
-    )  # fmt: skip
+    proc = cli("-m", "suite=beir_local", f"suite.data_root={BEIR}", "recipe=bm25,bm25_fusion",
+               root=root)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:] + job_logs(root)
     assert "scifact" in proc.stdout and "0.6870 (bm25)" in proc.stdout  # published, Δ
     _, parent, _ = _parent(root)
     out = beir_root / "cmp"
-    cmp = compare_cli(
+    cmp = compare(
         parent.info.run_id, "--tracking-uri", f"sqlite:///{root / 'mlflow.db'}",
-        "--out", str(out), "--metrics", "ndcg@10", cwd=beir_root,
+        "--out", str(out), "--metrics", "ndcg@10",
     )  # fmt: skip
     assert cmp.returncode == 0, cmp.stderr
     scifact = json.loads((out / "suite_comparison.json").read_text())["members"]["scifact"]
@@ -289,16 +223,16 @@ def test_scifact_bm25_against_bm25_fusion_reports_the_mde(beir_root: Path) -> No
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (UDA / "qa").is_dir(), reason=f"UDA not found at {UDA}")
-def test_reproduce_check_passes_on_the_quick_rows(beir_root: Path) -> None:
+def test_reproduce_check_passes_on_the_quick_rows(beir_root: Path, cli: InProcessCli) -> None:
     data = beir_root / "data"
     data.mkdir(exist_ok=True)
     for name, target in (("uda", UDA), ("beir", BEIR)):
         if not (data / name).exists():
             (data / name).symlink_to(target)
     out = beir_root / "outputs"  # SciFact bm25 is reused from the suite sweep when it ran
-    proc = _module(
-        "heta_eval.cli.reproduce", "--quick", "--check", "--data-root", str(data),
-        "--out", str(out), cwd=beir_root, timeout=1800,
+    proc = cli(
+        "--quick", "--check", "--data-root", str(data), "--out", str(out),
+        program="heta-eval-reproduce",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     rows = json.loads((out / "matrix.json").read_text())
@@ -326,12 +260,6 @@ def test_references_in_the_table_compare_like_with_like(
 ) -> None:
     """A reference applies to its recipe and settings only; one scoped to a document is our
     mean over that document's cases, read from the run's report."""
-    from heta_eval import EvaluationReport
-    from heta_eval.results.suite_render import to_markdown
-    from heta_eval.results.suite_table import build_suite_table
-    from heta_eval.results.sweep_rows import job_rows
-    from heta_eval.sweep.end import child_runs
-
     root, _ = sample_suite
     client, parent, _ = _parent(root)
     rows = job_rows(child_runs(client, parent.info.experiment_id, parent.info.run_id))
@@ -369,9 +297,11 @@ def test_references_in_the_table_compare_like_with_like(
     assert "0.5000 (bm25)" in text and "✗" in text and "over 12 case(s) of cooking" in text
 
 
-def test_a_suite_missing_its_data_root_or_data_stops_before_any_job(tmp_path: Path) -> None:
+def test_a_suite_missing_its_data_root_or_data_stops_before_any_job(
+    cli: InProcessCli, tmp_path: Path
+) -> None:
     root = tmp_path / "outputs"
-    proc = _heta_eval("-m", "suite=beir_local", "recipe=bm25", f"paths.root={root}", cwd=tmp_path)
+    proc = cli("-m", "suite=beir_local", "recipe=bm25")
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.endswith(
         "heta-eval: invalid configuration\n"
@@ -379,8 +309,6 @@ def test_a_suite_missing_its_data_root_or_data_stops_before_any_job(tmp_path: Pa
     )
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = _heta_eval(
-        "-m", "suite=beir_local", f"suite.data_root={empty}", f"paths.root={root}", cwd=tmp_path
-    )
+    proc = cli("-m", "suite=beir_local", f"suite.data_root={empty}")
     assert proc.returncode == 2 and f"no BEIR dataset under {empty}" in proc.stderr
     assert "Traceback" not in proc.stderr and not (root / "mlflow.db").exists()

@@ -1,4 +1,5 @@
-"""BenchmarkRunner runs both shapes end to end and records failures instead of aborting."""
+"""BenchmarkRunner runs both shapes end to end and records failures instead of aborting
+(in this process, on the sample benchmark and in-test adapters)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,10 @@ from heta_eval.benchmarks import SampleBenchmark
 from heta_eval.benchmarks.sample import SAMPLE_DATA
 from heta_eval.kb import KnowledgeRecipe, LocalObjectStore
 from heta_eval.protocols import BenchmarkAdapter
-from heta_eval.records import (
-    BenchmarkCase,
-    BenchmarkDocument,
-    BenchmarkRunUnit,
-    KnowledgeBaseManifest,
-    QueryResponse,
-    QueryResult,
-    SourceRef,
-)
-from heta_eval.run.cases import retrieved_items
-from heta_eval.run.units import UnitPlan
+from heta_eval.records import BenchmarkCase, BenchmarkDocument, BenchmarkRunUnit
 
-from .conftest import load_recipe
-from .faulty_components import ScoreFailsForCase
+from ...conftest import load_recipe
+from ...faulty_components import ScoreFailsForCase
 
 SAMPLE_DOCUMENTS = SAMPLE_DATA / "documents.jsonl"
 
@@ -95,23 +86,6 @@ def test_corpus_shape_builds_one_kb_and_writes_the_report(
     assert not manifest.sources_listed and manifest.source_keys == ()
     assert manifest.counts["sources"] == 36
     assert report.recipe_manifest["name"] == "bm25" and report.finished_at >= report.started_at
-
-
-def test_retrieved_items_keep_only_the_keys_the_layout_does_not_give() -> None:
-    def hit(document: str, key: str) -> QueryResult:
-        source = SourceRef(source_key=key, document_id=document)
-        return QueryResult(id=f"{document}#0", text="t", score=1.0, source=source)
-
-    response = QueryResponse(
-        query="q", mode="bm25", results=(hit("a", "raw/p/a/a.txt"), hit("b", "raw/p/b/scan.pdf"))
-    )
-    items = retrieved_items(response, ("raw/p/", ".txt"))
-    assert [i["source_key"] for i in items] == [None, "raw/p/b/scan.pdf"]
-    # Without a layout (documents named every which way), every item keeps its key.
-    assert [i["source_key"] for i in retrieved_items(response)] == [
-        "raw/p/a/a.txt",
-        "raw/p/b/scan.pdf",
-    ]
 
 
 def test_units_shape_builds_one_kb_per_unit_with_its_own_cases(
@@ -298,25 +272,3 @@ def test_documents_from_uris_and_offline_refusal(
         "offline run: not fetching https://example.org/x.txt" in report.run.document_errors["web"]
     )
     assert report.knowledge_base_manifests[0].counts["documents"] == 1
-
-
-def test_a_manifest_whose_sources_are_not_the_units_documents_keeps_its_keys() -> None:
-    unit = BenchmarkRunUnit(unit_id="u")
-    docs = tuple(BenchmarkDocument(document_id=d, name=f"{d}.txt", data="x") for d in "abc")
-    plan = UnitPlan(unit, docs, ())
-    keys = {d: (f"raw/benchmarks/b/test/{d}/{d}.txt", "0" * 64) for d in "ab"}  # c not stored
-    manifest = KnowledgeBaseManifest(
-        name="kb",
-        recipe_name="bm25",
-        query_modes=("bm25",),
-        source_keys=tuple(key for key, _ in keys.values()),
-        steps=(),
-        build_seconds=0.0,
-    )
-    same = plan.kept_manifest(manifest, keys)
-    assert same.source_keys == () and not same.sources_listed
-    assert same.model_copy(update={"source_keys": (), "sources_listed": False}) == same
-    # Another order, another set (an older build, a journaled unit): listed as they are.
-    for other in (manifest.source_keys[::-1], manifest.source_keys[:1]):
-        kept = manifest.model_copy(update={"source_keys": other})
-        assert plan.kept_manifest(kept, keys) == kept

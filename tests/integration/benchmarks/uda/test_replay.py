@@ -5,9 +5,9 @@ answer is: X`) answers a few real bench questions; every other question of the s
 a line with a null answer (a missing response). `recipe=replay recipe.predictions=FILE`
 scores it through `heta_eval.evaluate` with the benchmark's default evaluators. Each
 expected value is worked out by hand from the authors' definitions in the comment beside
-it (tests/test_uda_answers.py has the same cases where they repeat); the summaries check
-that missing responses count as the authors count them (fin, tat: 0; paper, feta, nq:
-left out).
+it (tests/unit/benchmarks/uda/test_answers.py has the same cases where they repeat); the
+summaries check that missing responses count as the authors count them (fin, tat: 0;
+paper, feta, nq: left out).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import heta_eval
 from heta_eval import EvaluationReport
 from heta_eval.benchmarks import UdaBenchmark
 
-from .conftest import SHARED, load_benchmark
-from .test_uda_answers import FETA_ANSWER
+from ....conftest import SHARED, load_benchmark
+from ....unit.benchmarks.uda.test_answers import FETA_ANSWER
 
 UDA = SHARED / "datasets" / "uda"
 LEFT_OUT = None  # the authors leave the question out: skipped, not scored
@@ -106,7 +106,7 @@ CRAFTED: dict[str, dict[str, tuple[str | None, dict[str, Any]]]] = {
     },
     "feta": {
         # 12844, a newline after the colon: the whole response, 8 of its 11 tokens among the
-        # reference's 18 -> 16/29 = 0.5517 (as in test_uda_answers).
+        # reference's 18 -> 16/29 = 0.5517 (as in the unit test_answers).
         "12844": (FETA_ANSWER, {"feta_answer_f1": 16 / 29}),
         # {good, morning, miss, dove} against the reference's 19 tokens (articles dropped):
         # P 1, R 4/19 -> 8/23.

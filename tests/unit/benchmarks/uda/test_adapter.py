@@ -1,8 +1,9 @@
-"""UDA's six subsets in every source mode, on the published dataset tree.
+"""UDA's adapter on the published dataset tree: the six subsets in every source mode, and
+finance's bench pages, rows and malformed inputs (what the adapter yields, no evaluation).
 
 Each of the problems a new user met before is a test here: entry shapes other than
 finance's, the published document folders, the bare carriage return of feta_qa.csv,
-answers taken per subset, and evidence recall that could not fail (now skipped).
+answers taken per subset. Whole evaluations are in tests/integration/benchmarks/uda/.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import heta_eval
-from heta_eval import BenchmarkRunner, RunnerSettings
 from heta_eval.benchmarks import BenchmarkDataError, UdaBenchmark
+from heta_eval.benchmarks.uda.documents import render_row
+from heta_eval.benchmarks.uda.entries import page_number
+from heta_eval.benchmarks.uda.files import read_qa_table
+from heta_eval.records import BenchmarkWorkspace
 
-from .conftest import SHARED, CliRunner, load_benchmark, load_recipe
+from ....conftest import SHARED, load_benchmark
 
 UDA = SHARED / "datasets" / "uda"
 
@@ -109,8 +112,6 @@ def test_documents_are_found_in_the_published_layout(uda_root: Path, tmp_path: P
 def test_a_bare_carriage_return_does_not_split_a_record(uda_root: Path, tmp_path: Path) -> None:
     _, cases, _ = _load(tmp_path, "feta", "qa_table", uda_root, "wiki_feta_docs/pdfs")
     assert len(cases) == 8  # the questions about the four pages in the feta folder
-    from heta_eval.benchmarks.uda.files import read_qa_table
-
     rows = dict(read_qa_table(uda_root / "qa" / "feta_qa.csv", ("doc_name", "q_uid")))
     assert len(rows) == 1023
     row = next(r for r in rows.values() if r["q_uid"] == "8114")
@@ -151,103 +152,69 @@ def test_answers_are_taken_per_subset(uda_root: Path, tmp_path: Path) -> None:
     ]
 
 
-def test_evidence_that_names_only_the_document_is_skipped_not_1(
-    uda_root: Path, tmp_path: Path
-) -> None:
-    # The papers named explicitly, so that only the scoring is under test here.
-    bench = UdaBenchmark(
-        subset="paper_tab",
-        source="qa_table",
-        data_root=uda_root,
-        documents_dir=uda_root / "src_doc_files_example" / "paper_docs",
+# --- finance: pages, rows and malformed inputs ----------------------------------------------
+
+
+def test_page_numbers_and_rows() -> None:
+    assert page_number("ADI/2009/page_59.pdf-1") == 59
+    assert page_number("doc-3") is None
+    header = ["$ in billions", "2016", "2015"]
+    assert (
+        render_row(header, ["fixed income", "578", "530"]) == "fixed income: 2016 = 578; 2015 = 530"
     )
-    runner = BenchmarkRunner(
-        benchmark=bench,
-        recipe=load_recipe(),
-        evaluators=bench.evaluators(),
-        settings=RunnerSettings(output_dir=tmp_path / "run", store_dir=tmp_path / "store"),
-    )
-    report = asyncio.run(runner.run())
-    assert len(report.knowledge_base_manifests) == 4 and not report.failed_cases
-    recall = report.score_details["bm25.evidence_recall@5"]
-    assert (recall.scored, recall.skipped) == (0, 4)
-    assert "bm25.evidence_recall@5" not in report.score_summary
-    from heta_eval.benchmarks.uda.evidence import PAGELESS_REASON
-
-    reasons = {
-        s.skipped_reason for r in report.case_results for s in r.scores if "recall" in s.name
-    }
-    assert reasons == {PAGELESS_REASON}
-    match = [r.score("uda_evidence_match@1") for r in report.case_results]
-    assert all(m is not None for m in match) and min(match) < 1.0
+    assert render_row(header, ["short"]) == "short"
 
 
-@pytest.mark.slow
-def test_the_baseline_recipe_is_one_override(uda_root: Path, tmp_path: Path) -> None:
-    report = heta_eval.evaluate(
-        overrides=[
-            f"paths.root={tmp_path}",
-            "benchmark=uda",
-            "benchmark.subset=paper_tab",
-            f"benchmark.data_root={uda_root}",
-            "recipe=uda_baseline",
-            "tracking=none",
-            "runner.progress=off",
+def test_bench_pages_carry_rows_and_answers(uda_root: Path, tmp_path: Path) -> None:
+    bench = UdaBenchmark(source="bench", data_root=uda_root)
+
+    async def load() -> tuple[list, list]:
+        prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path))
+        return [d async for d in bench.documents(prepared)], [
+            c async for c in bench.cases(prepared)
         ]
-    )
-    assert report.recipe_manifest["name"] == "uda_baseline" and not report.failed_cases
-    assert len(report.case_results) == 4
-    for result in report.case_results:
-        # Chunks cross pages; each keeps the page it starts on.
-        assert result.retrieved and all(i.page_index is not None for i in result.retrieved)
-    assert 0 < report.score_summary["bm25.uda_evidence_match@5"] <= 1
+
+    documents, cases = asyncio.run(load())
+    page = next(d for d in documents if d.document_id == "GS_2016-page_79")
+    segments = json.loads(page.data)["segments"]
+    row = next(s for s in segments if s["locator"].get("row_index") == 4)
+    assert row["locator"] == {"page_index": 78, "table_id": "table", "row_index": 4}
+    assert row["text"].startswith("total long-term assets under supervision:")
+    case = next(c for c in cases if c.case_id == "GS/2016/page_79.pdf-3")
+    assert case.expected.answers == ("57%", "0.57484")
+    assert case.expected.evidence[0].locator == {"document_id": "GS_2016-page_79", "page_index": 78}
+    assert len({d.document_id for d in documents}) == len(documents)
 
 
-@pytest.mark.slow
-def test_every_subset_from_the_command_line(
-    uda_root: Path, run_cli: CliRunner, tmp_path: Path
-) -> None:
-    from mlflow import MlflowClient
+def test_missing_or_malformed_inputs(uda_root: Path, tmp_path: Path) -> None:
+    with pytest.raises(
+        BenchmarkDataError, match=r"benchmark\.data_root: .*bench_fin_qa\.json not found"
+    ):
+        asyncio.run(UdaBenchmark(data_root=tmp_path).prepare(BenchmarkWorkspace(root=tmp_path)))
+    (tmp_path / "qa").mkdir()
+    (tmp_path / "qa" / "fin_qa.csv").write_text("doc|question\nADI_2009|what?\n")
+    table = UdaBenchmark(
+        source="qa_table",
+        data_root=tmp_path,
+        documents_dir=uda_root / "src_doc_files_example" / "fin_docs",
+    )
+    with pytest.raises(
+        BenchmarkDataError,
+        match=r"fin_qa\.csv:1: header lacks \['answer_1', 'doc_name', 'q_uid'\]",
+    ):
+        asyncio.run(_cases(table, tmp_path))
+    no_docs = UdaBenchmark(source="qa_table", data_root=tmp_path)
+    with pytest.raises(BenchmarkDataError, match=r"benchmark\.documents_dir"):
+        asyncio.run(no_docs.prepare(BenchmarkWorkspace(root=tmp_path)))
+    bench_dir = tmp_path / "extended_qa_info_bench"
+    bench_dir.mkdir()
+    (bench_dir / "bench_fin_qa.json").write_text(
+        json.dumps({"ADI_2009": [{"q_uid": "ADI/2009/page_1.pdf-1"}]})
+    )
+    with pytest.raises(BenchmarkDataError, match=r"\['ADI_2009'\]\[0\]: missing field 'question'"):
+        asyncio.run(_cases(UdaBenchmark(data_root=tmp_path), tmp_path))
 
-    answers = {
-        "fin": "finqa_exact_match",
-        "tat": "tatqa_f1",
-        "paper_text": "qasper_answer_f1",
-        "paper_tab": "qasper_answer_f1",
-        "feta": "feta_answer_f1",
-        "nq": "nq_answer_f1",
-    }
-    proc = run_cli(
-        "-m",
-        "benchmark=uda",
-        f"benchmark.subset={','.join(answers)}",
-        f"benchmark.data_root={uda_root}",
-        "recipe=bm25_extractive",
-        "runner.limit=1",
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
-    runs = client.search_runs([client.get_experiment_by_name("heta_eval").experiment_id])
-    by_name = {r.data.tags.get("benchmark.name"): r.data.metrics for r in runs}
-    for subset, answer_metric in answers.items():
-        metrics = by_name[f"uda-{subset}"]
-        assert 0 <= metrics[f"bm25.{answer_metric}"] <= 1, subset
-        # The authors score no tat retrieval: ours is named as an extension.
-        match = "uda_evidence_match_ext" if subset == "tat" else "uda_evidence_match"
-        # Scored, or skipped because the top 5 holds the whole knowledge base (below).
-        done = metrics[f"bm25.{match}_at_5.scored"] + metrics[f"bm25.{match}_at_5.skipped"]
-        assert done == 1, subset
-        # One case: fin's knowledge base is its one page, the others' evidence names no
-        # page; either way page recall cannot discriminate.
-        assert "bm25.evidence_recall_at_5" not in metrics, subset
-        assert metrics["bm25.evidence_recall_at_5.skipped"] == 1, subset
-    for path in (tmp_path / "outputs").glob("multiruns/*/*/*/report.json"):
-        details = json.loads(path.read_text())["score_details"]
-        for key, detail in details.items():
-            if "@" in key:
-                assert all(r.startswith("cannot discriminate") for r in detail["skipped_reasons"])
-    report = json.loads(
-        next((tmp_path / "outputs").glob("multiruns/*/*/1/report.json")).read_text()
-    )
-    assert report["benchmark"]["name"] == "uda-tat"
+
+async def _cases(bench: UdaBenchmark, tmp_path: Path) -> list:
+    prepared = await bench.prepare(BenchmarkWorkspace(root=tmp_path))
+    return [c async for c in bench.cases(prepared)]

@@ -1,10 +1,14 @@
-"""The Heta bridge: a heta-framework recipe, unchanged, built and queried through the runner."""
+"""The Heta bridge: a heta-framework recipe, unchanged, built and queried through the runner
+and the command line (in this process)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +19,15 @@ pytest.importorskip(
     "heta_framework", reason="heta-framework not installed (pip install 'heta-eval[heta]')"
 )
 
-from heta_eval import BenchmarkRunner, RunnerSettings
-from heta_eval.benchmarks import BeirBenchmark
+from heta_eval import EvaluationReport
 from heta_eval.bridges.heta import HetaRecipe, document_id_from_raw_key
 from heta_eval.config.components import instantiate
 from heta_eval.kb import LocalObjectStore, RawSource
 from heta_eval.protocols import KnowledgeBaseLike, RecipeLike
 
-from .conftest import REPO, CliRunner
+from ...cli_in_process import CliResult, call_cli_once
+from ...conftest import REPO
+from ..runs import printed_report
 
 DOCS = {
     "cats": "The cat sat on the mat.\nCats like fish and sleep all day.",
@@ -40,8 +45,8 @@ def load_heta_recipe(name: str = "heta_full_text", **overrides: Any) -> HetaReci
     return instantiate(OmegaConf.to_container(config, resolve=True), _recursive_=False)
 
 
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+@contextlib.contextmanager
+def refused_network() -> Iterator[list[object]]:
     """Record (and refuse) every attempt to open a non-loopback connection or resolve a name."""
     attempts: list[object] = []
     connect = socket.socket.connect
@@ -57,9 +62,16 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         attempts.append(host)
         raise socket.gaierror(f"test: no network ({host})")
 
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
-    return attempts
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+        monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+        yield attempts
+
+
+@pytest.fixture
+def no_network() -> Iterator[list[object]]:
+    with refused_network() as attempts:
+        yield attempts
 
 
 def _store(tmp_path: Path) -> tuple[LocalObjectStore, list[RawSource]]:
@@ -174,19 +186,33 @@ def test_document_id_from_raw_key() -> None:
     assert document_id_from_raw_key("other/key.txt") is None
 
 
+@dataclass(frozen=True)
+class ScifactRun:
+    """`heta-eval recipe=heta_full_text` on SciFact (25 cases, untracked), run once in this
+    process with the network refused: what it printed, its report, the refused attempts."""
+
+    cli: CliResult
+    report: EvaluationReport | None
+    network_attempts: list[object]
+
+
+@pytest.fixture(scope="module")
+def scifact_run(scifact_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> ScifactRun:
+    cwd = tmp_path_factory.mktemp("heta-scifact")
+    args = [f"paths.root={cwd / 'outputs'}", "recipe=heta_full_text", "benchmark=beir"]
+    args += [f"benchmark.data_root={scifact_dir}", "runner.limit=25", "tracking=none"]
+    with refused_network() as attempts:
+        done = call_cli_once("heta-eval", [*args, "runner.progress=off"], cwd=cwd)
+    report = printed_report(done.stdout) if done.returncode == 0 else None
+    return ScifactRun(done, report, attempts)
+
+
+# Both read one evaluation of the whole SciFact corpus built by Heta (about a minute).
 @pytest.mark.slow
-def test_scifact_subset_through_the_runner(
-    scifact_dir: Path, tmp_path: Path, no_network: list
-) -> None:
-    bench = BeirBenchmark(dataset="scifact", data_root=scifact_dir)
-    runner = BenchmarkRunner(
-        benchmark=bench,
-        recipe=load_heta_recipe(),
-        evaluators=bench.evaluators(),
-        settings=RunnerSettings(limit=25, output_dir=tmp_path / "run", store_dir=tmp_path / "s"),
-    )
-    report = asyncio.run(runner.run())
-    assert no_network == []
+def test_scifact_subset_through_the_runner(scifact_run: ScifactRun) -> None:
+    assert scifact_run.report is not None, scifact_run.cli.stderr[-3000:]
+    report = scifact_run.report
+    assert scifact_run.network_attempts == []
     assert len(report.case_results) == 25 and not report.failed_cases
     ndcg = report.score_summary["full_text_search.ndcg@10"]
     print(f"heta_full_text SciFact limit=25: nDCG@10={ndcg:.4f}")
@@ -195,12 +221,5 @@ def test_scifact_subset_through_the_runner(
 
 
 @pytest.mark.slow
-def test_cli_runs_the_heta_recipe(run_cli: CliRunner, scifact_dir: Path) -> None:
-    done = run_cli(
-        "recipe=heta_full_text",
-        "benchmark=beir",
-        f"benchmark.data_root={scifact_dir}",
-        "runner.limit=5",
-        "tracking=none",
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_cli_runs_the_heta_recipe(scifact_run: ScifactRun) -> None:
+    assert scifact_run.cli.returncode == 0, scifact_run.cli.stderr[-3000:]

@@ -1,12 +1,15 @@
-"""Ray: run units as Ray tasks (runner.executor=ray), dense encoding on Ray Data, and sweeps
-on the ray_cluster launcher, on a real local Ray cluster (2 CPUs, a small object store)
-started once for the module."""
+"""Ray: run units as Ray tasks (runner.executor=ray), dense encoding on Ray Data, sweeps on
+the ray_cluster launcher and runner.shards on Ray actors, on a real local Ray cluster (2 CPUs,
+a small object store) started once for the module. A refused remote cluster is in
+tests/integration/run/test_ray_settings.py; shards in this process in
+tests/integration/run/test_shards.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,13 +21,13 @@ from mlflow import MlflowClient
 ray = pytest.importorskip("ray")
 
 from heta_eval import BenchmarkRunner, RunnerSettings  # noqa: E402
-from heta_eval.benchmarks import SampleBenchmark, UdaBenchmark  # noqa: E402
+from heta_eval.benchmarks import BeirBenchmark, SampleBenchmark, UdaBenchmark  # noqa: E402
 from heta_eval.kb import KnowledgeRecipe  # noqa: E402
 from heta_eval.progress import ProgressReporter  # noqa: E402
 from heta_eval.records import EvaluationReport  # noqa: E402
-from heta_eval.run.settings import RayExecutorError, check_shared_paths  # noqa: E402
 
-from .conftest import SHARED, CliRunner, job_logs, load_recipe, local_ray_cluster  # noqa: E402
+from ...conftest import SHARED, CliRunner, job_logs, load_recipe  # noqa: E402
+from ...sharded_runs import assert_equal_runs, evaluate, synthetic_corpus  # noqa: E402
 
 UDA = SHARED / "datasets" / "uda"
 pytestmark = pytest.mark.filterwarnings(
@@ -37,9 +40,25 @@ pytestmark = pytest.mark.filterwarnings(
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A local Ray cluster for the module; its workers get a user's environment."""
-    with local_ray_cluster() as address:
-        yield address
+    """A private local Ray cluster for the module (2 CPUs: one per shard actor, a small object
+    store) and its address; its workers get a user's environment (no PYTEST_CURRENT_TEST)."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k == "PYTEST_CURRENT_TEST"}
+    context = ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=100 * 1024 * 1024,
+        log_to_driver=False,
+    )
+    os.environ.update(saved)
+    try:
+        yield context.address_info["gcs_address"]
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def synthetic_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_corpus(tmp_path_factory.mktemp("synthetic"))
 
 
 def _settings(tmp_path: Path, name: str, **values: Any) -> RunnerSettings:
@@ -82,7 +101,7 @@ def _results(report: EvaluationReport) -> list[tuple[Any, ...]]:
     ]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # units as tasks on a real Ray cluster
 def test_uda_finance_units_on_ray_equal_a_sequential_run_with_progress_in_the_driver(
     cluster: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -108,7 +127,7 @@ def test_uda_finance_units_on_ray_equal_a_sequential_run_with_progress_in_the_dr
     assert any(line.startswith("units: 99/99 units in ") for line in lines), lines
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a Ray worker process killed mid-build
 def test_a_unit_whose_ray_worker_is_killed_is_retried_not_lost(
     cluster: str, tmp_path: Path
 ) -> None:
@@ -129,30 +148,7 @@ def test_a_unit_whose_ray_worker_is_killed_is_retried_not_lost(
     assert _results(report) == _results(expected)
 
 
-def test_a_remote_cluster_refuses_paths_its_nodes_cannot_share(
-    run_cli: CliRunner, tmp_path: Path
-) -> None:
-    remote = {"executor": "ray", "ray_address": "ray://head.example:10001"}
-    relative = RunnerSettings(
-        cache_dir=Path("cache"), store_dir=Path("/shared/store"), cache="readwrite", **remote
-    )
-    with pytest.raises(RayExecutorError, match=r"runner.cache_dir=cache is a relative path"):
-        check_shared_paths(relative)
-    node_local = RunnerSettings(store_dir=Path("/dev/shm/store"), **remote)
-    with pytest.raises(RayExecutorError, match=r"runner.store_dir=/dev/shm/store is on node-local"):
-        check_shared_paths(node_local)
-    # Shared absolute paths are fine, and so is anything on a private local cluster.
-    check_shared_paths(RunnerSettings(cache_dir=Path("/nfs/c"), store_dir=Path("/nfs/s"), **remote))
-    check_shared_paths(RunnerSettings(cache_dir=Path("c"), executor="ray"))
-
-    proc = run_cli("runner.executor=ray", "runner.ray_address=ray://head.example:10001")
-    assert proc.returncode == 2, proc.stderr
-    store = tmp_path / "outputs" / "store"
-    assert f"runner.store_dir={store} is on node-local storage" in proc.stderr
-    assert not (tmp_path / "outputs" / "mlflow.db").exists()  # refused before any work
-
-
-@pytest.mark.slow
+@pytest.mark.slow  # encoding on Ray Data's actors
 def test_dense_encoding_on_ray_data_equals_local_encoding_and_fills_the_same_cache(
     cluster: str, tmp_path: Path, scifact_dir: Path
 ) -> None:
@@ -189,7 +185,7 @@ def test_dense_encoding_on_ray_data_equals_local_encoding_and_fills_the_same_cac
     assert cached is not None and np.array_equal(cached, ray_matrix)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a heta-eval process joins the cluster as a Ray driver
 def test_a_sweep_on_the_ray_cluster_launcher_keeps_its_mlflow_parent_and_children(
     cluster: str, run_cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -218,3 +214,56 @@ def test_a_sweep_on_the_ray_cluster_launcher_keeps_its_mlflow_parent_and_childre
     assert all(r.info.status == "FINISHED" for r in children), job_logs(root)
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
     assert sorted(r.data.params["recipe.chunk_size"] for r in children) == ["32", "64"]
+
+
+# --- runner.shards on Ray actors -----------------------------------------------------------
+
+
+@pytest.mark.slow  # shards on Ray actors
+def test_sharded_run_on_ray_equals_the_unsharded_run_on_a_synthetic_corpus(
+    cluster: str, tmp_path: Path, synthetic_dir: Path
+) -> None:
+    benchmark = BeirBenchmark(dataset="synthetic", data_root=synthetic_dir)
+    expected = evaluate(benchmark, tmp_path, "one", top_k=20)
+    got = evaluate(benchmark, tmp_path, "ray", top_k=20, shards=2, executor="ray")
+    assert_equal_runs(expected, got)
+    assert got.knowledge_base_manifests[0].counts["chunks"] == 2000
+
+
+@pytest.mark.slow  # a real cluster's CPUs are what is counted
+def test_more_shards_than_the_cluster_has_cpus_for_fail_the_build_not_hang(
+    cluster: str, tmp_path: Path
+) -> None:
+    report = evaluate(SampleBenchmark(), tmp_path, "three", shards=3, executor="ray")
+    errors = {(r.error.stage, r.error.message) for r in report.case_results if r.error}
+    assert len(report.case_results) == 48 and errors == {
+        (
+            "build",
+            "runner.shards=3 with runner.ray_num_cpus=1.0 needs 3 CPUs, and the Ray cluster "
+            "has 2: the shards' actors would wait for CPUs forever; use fewer shards, a "
+            "smaller ray_num_cpus or a bigger cluster",
+        )
+    }
+
+
+@pytest.mark.slow  # shards on Ray actors, SciFact
+def test_sharded_scifact_on_ray_equals_the_unsharded_run(
+    cluster: str, tmp_path: Path, scifact_dir: Path
+) -> None:
+    benchmark = BeirBenchmark(dataset="scifact", data_root=scifact_dir)
+    expected = evaluate(benchmark, tmp_path, "one")
+    got = evaluate(benchmark, tmp_path, "ray", shards=2, executor="ray")
+    assert_equal_runs(expected, got)
+    assert round(got.score_summary["bm25.ndcg@10"], 4) == 0.6863
+
+
+@pytest.mark.slow  # the heta-eval process starts its own private cluster
+def test_one_override_shards_a_cli_run_on_a_private_ray_cluster(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    proc = run_cli("runner.shards=2", "runner.executor=ray", "tracking=none", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (report_path,) = (tmp_path / "outputs" / "runs").rglob("report.json")
+    report = EvaluationReport.model_validate_json(report_path.read_text())
+    expected = evaluate(SampleBenchmark(), tmp_path, "one")
+    assert_equal_runs(expected, report)
