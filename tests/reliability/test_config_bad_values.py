@@ -44,7 +44,7 @@ def test_unknown_group_option_lists_the_available_ones(run_cli: CliRunner, tmp_p
         (
             ["evaluator=retrieval", "evaluator.extra.0.ks=[0,10]"],
             "evaluator.extra[0]: cannot create heta_eval.evaluators.retrieval_metrics: "
-            "k must be a positive integer, got 0",
+            "k must be a number within [1, 100000], got 0",
         ),
         (["runner.max_failure_rate=1.5"], "runner.max_failure_rate: Input should be less"),
     ],
