@@ -338,7 +338,8 @@ class UnitEvaluator:
         scoring_started = time.perf_counter()
         for evaluator in self.evaluators:
             try:
-                scores.append(checked_score(evaluator, await evaluator.evaluate(case, response)))
+                score = await evaluator.evaluate(case, response)
+                scores.append(checked_score(evaluator, score, self.evaluators))
             except Exception as exc:
                 error = error or error_record("evaluate", exc, evaluator=evaluator.name)
         return EvaluationCaseResult(
