@@ -131,7 +131,7 @@ class RunLifecycle:
     async def run(self) -> EvaluationReport:
         """Evaluate, or reuse, and track; return the report."""
         from heta_eval.run.identity import components_code_digest, run_identity
-        from heta_eval.run.state import RunState, configuration_lock
+        from heta_eval.run.state import RunState, configuration_lock, discarded_unless_used
 
         self.began = time.time()
         connecting = threading.Thread(
@@ -140,7 +140,9 @@ class RunLifecycle:
         connecting.start()
         code = components_code_digest(self.components)
         lock_key = hashlib.sha256(f"{self.components.config_hash}:{code}".encode()).hexdigest()
-        with configuration_lock(self.settings.state_dir, lock_key[:24]):
+        settings = self.settings
+        made = (settings.state_dir, settings.store_dir, settings.workspace_dir)
+        with discarded_unless_used(*made), configuration_lock(settings.state_dir, lock_key[:24]):
             runner = self.components.runner()
             loaded = await runner.load()
             identity = run_identity(self.components.config_hash, loaded.data_digest, code)
