@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import lzma
 import os
 import re
 import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from heta_eval.benchmarks.download import exclusive_lock, sha256_file
@@ -19,7 +21,11 @@ EXTRACTED_MARKER = ".extracted-from"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-class UnsafeArchiveError(ValueError):
+class ArchiveError(ValueError):
+    """An archive that cannot be extracted: not an archive, cut off, corrupt, or unsafe."""
+
+
+class UnsafeArchiveError(ArchiveError):
     """An archive member could escape the extraction directory or is not a plain file/dir."""
 
 
@@ -68,7 +74,19 @@ def _check_tar(archive: Path, members: list[tarfile.TarInfo], base: Path) -> Non
 
 
 def _extract_into(archive: Path, destination: Path) -> None:
-    """Check all members of `archive`, then extract it into the new directory `destination`."""
+    """Check all members of `archive`, then extract it into the new directory `destination`;
+    ArchiveError (one line, the archive named) for one cut off or corrupt."""
+    try:
+        _extract_checked(archive, destination)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise ArchiveError(f"{archive}: a corrupt or cut-off archive ({exc})") from None
+    except OSError as exc:
+        if exc.errno is not None:  # a file system error, not the archive's
+            raise
+        raise ArchiveError(f"{archive}: a corrupt or cut-off archive ({exc})") from None
+
+
+def _extract_checked(archive: Path, destination: Path) -> None:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             _check_zip(archive, zf, destination)
@@ -76,7 +94,7 @@ def _extract_into(archive: Path, destination: Path) -> None:
             zf.extractall(destination)
         return
     if not tarfile.is_tarfile(archive):
-        raise ValueError(
+        raise ArchiveError(
             f"{archive}: not a supported archive (.zip, .tar, .tar.gz/.tgz, .tar.bz2, .tar.xz)"
         )
     with tarfile.open(archive, "r:*") as tf:

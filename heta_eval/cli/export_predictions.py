@@ -1,5 +1,8 @@
 """`heta-eval-export-predictions`: a run's recorded rankings and answers as a predictions
-file (JSON Lines) that `recipe=replay recipe.predictions=FILE` scores again."""
+file (JSON Lines) that `recipe=replay recipe.predictions=FILE` scores again.
+
+It never replaces a file of a run directory (`-o RUN/report.json` would put JSON Lines where
+the run's report was), and an existing file elsewhere only with `--force`."""
 
 from __future__ import annotations
 
@@ -24,6 +27,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-o", "--out", type=Path, required=True, help="the file to write")
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out if it exists (never a file of a run directory)",
+    )
+    parser.add_argument(
         "--mode", help="the query mode to export (default: the run's primary query mode)"
     )
     parser.add_argument(
@@ -34,9 +42,43 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Files only a run writes: a directory holding one is a run directory (or a run's state).
+RUN_FILES = ("report.json", "tracking.json", "done.json", ".hydra")
+
+
+def run_directory_of(path: Path) -> Path | None:
+    """The run directory `path` lies in (itself or an ancestor holding a run's files)."""
+    for directory in path.resolve().parents:
+        if any((directory / name).exists() for name in RUN_FILES):
+            return directory
+    return None
+
+
+def refused_output(out: Path, force: bool) -> str | None:
+    """Why `out` may not be written, or None: an existing file of a run directory never is,
+    another existing file only with `force`."""
+    if not out.exists():
+        return None
+    run_dir = run_directory_of(out)
+    if run_dir is not None:
+        return (
+            f"{out} is a file of the run directory {run_dir}; a run directory keeps what its "
+            "run wrote: write the predictions elsewhere"
+        )
+    if out.is_dir():
+        return f"{out} is a directory; -o names the file to write"
+    if not force:
+        return f"{out} exists; give --force to replace it"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Export one run's predictions; exit 1 with a message when the run cannot be read."""
     args = _parser().parse_args(argv)
+    refused = refused_output(args.out, args.force)
+    if refused is not None:
+        print(f"{PROG}: {refused}", file=sys.stderr)
+        sys.exit(2)
     try:
         runs = load_reports([args.run], args.tracking_uri)
         if len(runs) != 1:

@@ -9,7 +9,11 @@ for three cases, all raised before or around the run itself:
 - an override of a key the configuration does not have (`runner.topk=5`, `top_k=5`): the
   nearest keys, exit 2 like every invalid configuration;
 - an option a config group does not have (`recipe=bm52`): the nearest options, exit 2;
-- a launcher or sweeper whose Hydra plugin is not installed: the extra to install, exit 2.
+- a launcher or sweeper whose Hydra plugin is not installed: the extra to install, exit 2;
+- a directory Hydra cannot create because a file is in the way (`hydra.run.dir` naming a
+  file): the path, exit 2;
+- an interpolation Hydra cannot resolve in its own settings (`hydra.run.dir=${recipe.nam}`):
+  the key and the reason, exit 2.
 
 Anything else goes to Hydra's own reporting, unchanged.
 """
@@ -144,6 +148,31 @@ def missing_plugin(exc: BaseException) -> str | None:
     return None
 
 
+# A directory that cannot be created: a file has its name, or is on its path.
+_IN_THE_WAY = {errno.EEXIST, errno.ENOTDIR}
+
+
+def in_the_way(exc: OSError) -> str | None:
+    """For a directory that cannot be created because a file is in the way: which, or None."""
+    if exc.errno not in _IN_THE_WAY or not exc.filename:
+        return None
+    return (
+        f"cannot create the directory {exc.filename}: {exc.strerror} (a file has that name or "
+        "is on its path); choose another hydra.run.dir (or paths.root), or move the file"
+    )
+
+
+def unresolved(exc: BaseException) -> str | None:
+    """For an interpolation Hydra could not resolve: `KEY: reason`, or None."""
+    from omegaconf.errors import InterpolationResolutionError, MissingMandatoryValue
+
+    if not isinstance(exc, InterpolationResolutionError | MissingMandatoryValue):
+        return None
+    key = getattr(exc, "full_key", None) or "the configuration"
+    message = str(getattr(exc, "msg", None) or exc).splitlines()[0]
+    return f"{key}: {message}"
+
+
 def _report(message: str, code: int, invalid: bool = False) -> None:
     head = "heta-eval: invalid configuration\n" if invalid else "heta-eval: "
     print(f"{head}{message}", file=sys.stderr)
@@ -169,9 +198,16 @@ def _guarded(func: Callable[[], Any]) -> Callable[[], Any]:
                 raise
             _report(hint, 2, invalid=True)
         except OSError as exc:
+            if (hint := in_the_way(exc)) is not None:
+                _report(hint, 2, invalid=True)
             if exc.errno not in WRITE_ERRORS:
                 raise
             _report(describe_write_error(exc), 1)
+        except Exception as exc:
+            hint = unresolved(exc)
+            if hint is None:
+                raise
+            _report(hint, 2, invalid=True)
 
     return run
 

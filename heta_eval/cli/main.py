@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from heta_eval.benchmarks.archives import ArchiveError
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.cli.console import print_summary
@@ -18,7 +19,7 @@ from heta_eval.cli.log_files import quiet_failing_log_files
 from heta_eval.cli.run_dir import discard_unused_run_dir
 from heta_eval.cli.signals import exit_status, stop_on_sigterm
 from heta_eval.config import config_dir
-from heta_eval.config.hydra_outputs import scrub_hydra_outputs
+from heta_eval.config.hydra_outputs import mask_hydra_outputs, scrub_hydra_outputs
 from heta_eval.config.resolve import ConfigError
 from heta_eval.config.resolvers import register as register_resolvers
 from heta_eval.config.secrets import mask_override
@@ -32,7 +33,6 @@ from heta_eval.tracking.naming import evaluated_overrides, is_location, plain_ov
 
 register_resolvers()  # the suites' ${heta_join:...} and ${heta_beir_datasets:...}
 
-# The runner, the engine and pydantic are imported when a run starts, not for --help.
 if TYPE_CHECKING:
     from heta_eval.records import EvaluationReport
 
@@ -141,6 +141,13 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise
         sys.exit(1)
+    except ArchiveError as exc:
+        # A downloaded archive that cannot be extracted: named, one line (nothing is kept).
+        print(f"heta-eval: {exc}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        _discard_run_dir(cfg)
+        sys.exit(2)
     except (BenchmarkError, BenchmarkDataError, DownloadError) as exc:
         # Data problems are the user's to fix; a traceback would hide the message.
         print(f"heta-eval: {exc}", file=sys.stderr)
@@ -165,6 +172,7 @@ def main() -> None:
     """Console entry point of `heta-eval`: the Hydra app, with every Hydra flag as Hydra
     defines it (`heta-eval-info` lists our options)."""
     guard_hydra()
+    mask_hydra_outputs(sys.argv[1:])  # secrets never reach Hydra's files or log lines
     if not {"-m", "--multirun"} & set(sys.argv[1:]):
         # A sweep's launching process has its own SIGTERM handling (sweep/callback.py).
         stop_on_sigterm()

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from heta_eval.async_run import run_sync
+from heta_eval.benchmarks.archives import ArchiveError
 from heta_eval.benchmarks.download import DownloadError
 from heta_eval.benchmarks.jsonl_files import BenchmarkDataError
 from heta_eval.config import config_dir
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     console = Console()
     try:
         code = list_resources(console) if args.list else prepare(args.overrides, console)
-    except (ConfigError, BenchmarkDataError, DownloadError, OSError) as exc:
+    except (ConfigError, ArchiveError, BenchmarkDataError, DownloadError, OSError) as exc:
         print(f"heta-eval-prepare: {exc}", file=sys.stderr)
         code = 1
     sys.exit(code)

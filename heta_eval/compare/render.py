@@ -225,8 +225,9 @@ def rich_table(comparison: Comparison) -> Group:
 
 def _md(text: str) -> str:
     """Text for Markdown: HTML escaped as the page escapes it (ids and names are data,
-    never markup a viewer would run), table bars escaped, one line."""
-    escaped = html.escape(text, quote=False).replace("|", "\\|")
+    never markup a viewer would run), no inline link (`[x](javascript:...)` keeps its text,
+    `](` escaped), table bars escaped, one line."""
+    escaped = html.escape(text, quote=False).replace("|", "\\|").replace("](", "]\\(")
     return escaped.replace("\r", " ").replace("\n", " ")
 
 

@@ -2,7 +2,9 @@
 
 Modules: `compose` (composition from overrides, for the library API), `resolve` (the
 composed config as plain data; `ConfigError`), `components` (`_target_` resolution with errors
-that say what was meant), `secrets` and `hydra_outputs` (keys kept out of every output). The
+that say what was meant), `ranges` (the numbers a component argument allows), `secrets` and
+`hydra_outputs` (keys kept out of every output), `env_names` (no name or path from the
+environment). The
 package sits low: `kb`, `tracking` and `run` use it, it uses none of them; turning a config
 into a run's components is `heta_eval.run.assembly`.
 """

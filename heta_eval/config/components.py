@@ -94,7 +94,9 @@ def check_argument_types(spec: Mapping[str, Any], where: str) -> None:
     """Validate each value of `spec` against the type its `_target_` declares for it (with
     pydantic, so constrained and annotated types check their values too): `where.KEY`, the
     value and what is expected, before the component is created. A string where a number
-    is expected is refused, not coerced (the component would get the string)."""
+    is expected is refused, not coerced (the component would get the string), and so is
+    `true` or `false` (Python would take it as 1 or 0); a number out of the parameter's
+    `config.ranges.Range` is refused with the range."""
     from pydantic import TypeAdapter, ValidationError
 
     hints = _hints(resolve_target(spec["_target_"]))
@@ -125,6 +127,11 @@ def check_argument_types(spec: Mapping[str, Any], where: str) -> None:
             raise ComponentError(
                 f"{where}.{key}: {value!r:.80} is not accepted by {spec['_target_']} "
                 f"(expected {_shown(hint)}, a number, not a string)"
+            )
+        if isinstance(value, bool) and _is_number(checked):
+            raise ComponentError(
+                f"{where}.{key}: {str(value).lower()} is not accepted by {spec['_target_']} "
+                f"(expected {_shown(hint)}, a number, not true or false)"
             )
 
 

@@ -2,13 +2,19 @@
 
 The rules (docs/reliability.md's trust model lists them for users):
 
-- by key name: a key whose last word names a secret (`api_key`, `openaiApiKey`,
-  `aws_secret_access_key`, `private_key`, `db_password`, `auth_token`), and everything under a
-  key named `secrets`;
+- by key name (`heta_eval.redaction.is_secret_key`): a key with a word that names a secret
+  (`password`, `pwd`, `secret`, `session`, `cookie`, `ssh`, `bearer`, `auth`,
+  `credentials`, ...), or whose last word is `key` or `token` (`api_key`, `sshKey`,
+  `github-token`), in any case and with any separators; not a key whose last word points at
+  a secret (`api_key_env`, `ssh_key_path`) nor a key of data (`primary_key`, `member_key`);
+  and everything under a key named `secrets`;
 - by value: the password of a URL (`http://user:KEY@host` becomes `http://user:***@host`),
-  and any value equal to the value of an environment variable whose name says key, token,
-  secret or password (`OPENAI_API_KEY`, `GITHUB_TOKEN`);
-- by origin: a value written `${oc.env:NAME}` (see `interpolated_env_values`).
+  what looks like a credential (`Bearer ...`, `token ...`, a PEM block's body), and any
+  value equal to the value of an environment variable whose name says key, token, secret or
+  password (`OPENAI_API_KEY`, `GITHUB_TOKEN`);
+- by origin: a value written `${oc.env:NAME}` (see `interpolated_env_values`);
+- in free text (log lines, Hydra's launcher line): the value of every `KEY=VALUE` whose key
+  names a secret (`mask_assignments`).
 
 Masking a value in a config replaces it by `***`; scrubbing text replaces every occurrence of
 a known secret, and of any prefix of 8 characters or more of it, by `***`.
@@ -19,23 +25,26 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
+from heta_eval.config.resolve import ConfigError
 from heta_eval.redaction import (
     MASK,
     MIN_PREFIX,
     SECRET_SECTIONS,
-    URL_CREDENTIALS,
     is_secret_key,
+    mask_credentials,
     mask_url_credentials,
     redact,
+    url_password_spans,
 )
 
 __all__ = ["MASK", "is_secret_key", "mask_url_credentials"]  # the rule lives in redaction
 
 # Words of an environment variable's name that say its value is a secret.
-_ENV_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"})
+_ENV_SECRET_WORDS = frozenset(
+    {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "PASSPHRASE", "COOKIE"}
+)
 _ENV_SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
 _ENV_POINTER_WORDS = frozenset({"PATH", "FILE", "DIR", "ENV", "NAME", "ID", "URL", "HOST"})
 
@@ -89,9 +98,30 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
     return found | {env[n].strip() for n in CREDENTIAL_VARIABLES if env.get(n, "").strip()}
 
 
+def check_tracking_uri(tracking: Mapping[str, Any] | None) -> None:
+    """Refuse a tracking server URI with a password in it (`http://alice:PW@host`): the
+    URI is written into the run directory, the reports and the logs, and MLflow takes a
+    server's credentials from MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD. (A
+    database store's URI, `postgresql://user:PW@host/db`, has no other place for them: it
+    is masked wherever it is written.)"""
+    if not isinstance(tracking, Mapping) or "uri" not in tracking:
+        return
+    key, uri = "tracking.uri", tracking.get("uri")
+    if not uri:
+        key, uri = "MLFLOW_TRACKING_URI", os.environ.get("MLFLOW_TRACKING_URI", "")
+    uri = str(uri)
+    if uri.lower().startswith(("http://", "https://")) and url_passwords(uri):
+        raise ConfigError(
+            f"{key}: {mask_url_credentials(uri)} has a password in it, which would be written "
+            "into the run directory, the reports and the logs; give the URI without "
+            "credentials and set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD "
+            "(environment variables) instead"
+        )
+
+
 def url_passwords(text: str) -> set[str]:
     """Passwords written into URLs in `text` (`scheme://user:PASSWORD@host`)."""
-    return {m.group("pw") for m in URL_CREDENTIALS.finditer(text)}
+    return {text[start:end] for start, end in url_password_spans(text)}
 
 
 def mask_secrets(config: Any, values: Iterable[str] = ()) -> Any:
@@ -113,7 +143,7 @@ def _mask(config: Any, known: set[str]) -> Any:
     if isinstance(config, str):
         if config.strip() in known:
             return MASK
-        return mask_url_credentials(config)
+        return mask_credentials(config)
     return config
 
 
@@ -131,7 +161,7 @@ def mask_override(override: str, values: Iterable[str] = ()) -> str:
         return f"{key}={MASK}"
     if value.lstrip().startswith(("[", "{")):
         value = _IN_VALUE.sub(_mask_in_value, value)
-    return f"{key}={scrub(mask_url_credentials(value), known)}"
+    return f"{key}={scrub(mask_credentials(value), known)}"
 
 
 # `name: value` inside an override's list or dict value; the value quoted, or up to `,]}`.
@@ -218,6 +248,51 @@ def interpolated_env_values(cfg: Any) -> set[str]:
     return found
 
 
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+_MAX_KEY = 200
+_VALUE_ENDS = frozenset(" \t\r\n,&;")
+# Every secret key name holds one of these (a text without any has nothing to mask).
+_KEY_HINTS = ("key", "token", "pass", "pwd", "secret", "cred", "cookie", "session", "ssh")
+_KEY_HINTS += ("bearer", "auth")
+
+
+def mask_assignments(text: str) -> str:
+    """`text` with the value of every `KEY=VALUE` whose key names a secret masked
+    (`+recipe.metadata.password=hunter2` -> `+recipe.metadata.password=***`; a quoted value
+    as a whole, else up to a space, `,`, `&` or `;`). Linear in the text."""
+    lower = text.lower()
+    if "=" not in text or not any(hint in lower for hint in _KEY_HINTS):
+        return text
+    parts: list[str] = []
+    done = 0
+    equals = text.find("=")
+    while equals != -1:
+        start = equals
+        while start > 0 and equals - start < _MAX_KEY and text[start - 1] in _KEY_CHARS:
+            start -= 1
+        key = text[start:equals]
+        end = equals + 1
+        if start >= done and key and is_secret_path(key) and end < len(text):
+            quote = text[end]
+            if quote in "'\"":
+                close = text.find(quote, end + 1)
+                end = len(text) if close == -1 else close + 1
+            else:
+                while end < len(text) and text[end] not in _VALUE_ENDS:
+                    end += 1
+            if end > equals + 1 and text[equals + 1 : end] != MASK:
+                parts += [text[done : equals + 1], MASK]
+                done = end
+        equals = text.find("=", max(end, equals + 1))
+    return "".join(parts) + text[done:] if parts else text
+
+
+def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """Free text (a log line, an error message) with every known secret scrubbed, URL
+    passwords and credential-looking values masked, and secret-named `KEY=VALUE`s masked."""
+    return mask_assignments(mask_credentials(scrub(text, secrets)))
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """`text` with every occurrence of each secret value replaced by `***`, and every prefix
     of 8+ characters of one (what is left of a key in a message cut short)."""
@@ -226,23 +301,3 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
             continue
         text = redact(text, secret)
     return text
-
-
-def scrub_file(path: Path, secrets: Iterable[str]) -> bool:
-    """Rewrite a text file (atomically) without the secret values; whether it changed."""
-    import stat
-    import tempfile
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    clean = scrub(text, secrets)
-    if clean == text:
-        return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scrub.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))  # the mode the file had
-        handle.write(clean)
-    os.replace(tmp, path)
-    return True

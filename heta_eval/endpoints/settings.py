@@ -14,6 +14,13 @@ from pydantic import ValidationError, field_validator
 
 from heta_eval.records._base import Record
 
+# Upper bounds: beyond them a call waits, retries or floods without purpose. (Ranges elsewhere
+# are `heta_eval.config.ranges`; this package sits beside config and shares no code with it.)
+MAX_TIMEOUT_SECONDS = 86_400.0
+MAX_RETRIES = 100
+MAX_BACKOFF_SECONDS = 3_600.0
+MAX_CONCURRENCY = 10_000
+
 
 class EndpointSettings(Record):
     """Where an OpenAI-compatible API is and how calls to it are bounded and retried.
@@ -72,27 +79,33 @@ class EndpointSettings(Record):
     @field_validator("timeout")
     @classmethod
     def _timeout(cls, value: float) -> float:
-        if not value > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {value}")
+        if not 0 < value <= MAX_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"timeout must be > 0 seconds and at most {MAX_TIMEOUT_SECONDS:.0f}, got {value}"
+            )
         return value
 
     @field_validator("max_retries")
     @classmethod
     def _max_retries(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError(f"max_retries must be >= 0, got {value}")
+        if not 0 <= value <= MAX_RETRIES:
+            raise ValueError(f"max_retries must be >= 0 and at most {MAX_RETRIES}, got {value}")
         return value
 
     @field_validator("backoff_seconds")
     @classmethod
     def _backoff_seconds(cls, value: float) -> float:
-        if value < 0:
-            raise ValueError(f"backoff_seconds must be >= 0, got {value}")
+        if not 0 <= value <= MAX_BACKOFF_SECONDS:
+            raise ValueError(
+                f"backoff_seconds must be >= 0 and at most {MAX_BACKOFF_SECONDS:.0f}, got {value}"
+            )
         return value
 
     @field_validator("max_concurrency")
     @classmethod
     def _max_concurrency(cls, value: int) -> int:
-        if value < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {value}")
+        if not 1 <= value <= MAX_CONCURRENCY:
+            raise ValueError(
+                f"max_concurrency must be >= 1 and at most {MAX_CONCURRENCY}, got {value}"
+            )
         return value

@@ -7,6 +7,7 @@ import string
 from collections import Counter
 from typing import Literal
 
+from heta_eval.config.ranges import TOP_K_RANGE, Range
 from heta_eval.evaluators.numbers import numbers_match, parse_number, parse_numbers
 from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
@@ -82,8 +83,7 @@ class AnswerContains(Evaluator):
     def __init__(self, target: Literal["answer", "context"] = "answer", k: int = 10) -> None:
         if target not in ("answer", "context"):
             raise ValueError(f"target must be 'answer' or 'context', got {target!r}")
-        if k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k}")
+        TOP_K_RANGE.check("k", k)
         self.target = target
         self.k = k
 
@@ -122,8 +122,8 @@ class AnswerNumericMatch(Evaluator):
     name = "answer_numeric_match"
 
     def __init__(self, rel_tol: float = 1e-2, abs_tol: float = 1e-9) -> None:
-        if rel_tol < 0 or abs_tol < 0:
-            raise ValueError("rel_tol and abs_tol must be >= 0")
+        Range(0, 1).check("rel_tol", rel_tol)
+        Range(0).check("abs_tol", abs_tol)
         self.rel_tol = rel_tol
         self.abs_tol = abs_tol
 

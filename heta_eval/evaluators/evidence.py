@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from heta_eval.config.ranges import TOP_K_RANGE
 from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.evaluators.matching import DEFAULT_MATCHER, EvidenceMatcher
 from heta_eval.protocols import Evaluator
@@ -45,8 +46,7 @@ class _EvidenceMetric(Evaluator):
     order_sensitive = True
 
     def __init__(self, k: int = 10, matcher: EvidenceMatcher | None = None) -> None:
-        if k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k}")
+        TOP_K_RANGE.check("k", k)
         self.k = k
         self.matcher = matcher or DEFAULT_MATCHER
 

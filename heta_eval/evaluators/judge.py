@@ -20,6 +20,12 @@ import re
 import string
 from pathlib import Path
 
+from heta_eval.config.ranges import (
+    MAX_TOKENS_RANGE,
+    MAX_TOP_K,
+    TEMPERATURE_RANGE,
+    Range,
+)
 from heta_eval.endpoints import (
     EndpointError,
     EndpointSettings,
@@ -42,6 +48,8 @@ CORRECT, INCORRECT = "CORRECT", "INCORRECT"
 _VALUES = {CORRECT: 1.0, INCORRECT: 0.0}
 _RAW_CHARS = 200
 _CACHE_VERSION = 1
+CONTEXT_RESULTS_RANGE = Range(0, MAX_TOP_K)
+CONTEXT_CHARS_RANGE = Range(0, 10_000_000)
 
 DEFAULT_SYSTEM = (
     "You are a strict, impartial grader of answers to questions. You compare a generated "
@@ -183,10 +191,12 @@ class LLMJudge(Evaluator):
         check_template(prompt)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValueError("system_prompt must be a string or None")
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1 or None, got {max_tokens}")
-        if context_results < 0 or context_chars < 0:
-            raise ValueError("context_results and context_chars must be >= 0")
+        if temperature is not None:
+            TEMPERATURE_RANGE.check("temperature", temperature)
+        if max_tokens is not None:
+            MAX_TOKENS_RANGE.check("max_tokens", max_tokens)
+        CONTEXT_RESULTS_RANGE.check("context_results", context_results)
+        CONTEXT_CHARS_RANGE.check("context_chars", context_chars)
         self._name = name
         self.prompt = prompt
         self.system_prompt = system_prompt or None

@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
+from heta_eval.config.ranges import TOP_K_RANGE
 from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
@@ -153,8 +154,7 @@ class _DocumentMetric(Evaluator):
     prefix = ""
 
     def __init__(self, k: int = 10, ignore_identical_ids: bool = False) -> None:
-        if k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k}")
+        TOP_K_RANGE.check("k", k)
         self.k = k
         self.ignore_identical_ids = ignore_identical_ids
 

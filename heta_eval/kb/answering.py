@@ -7,6 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from heta_eval.config.ranges import (
+    MAX_TOKENS_RANGE,
+    TEMPERATURE_RANGE,
+    TOP_K_RANGE,
+    MaxTokens,
+    Temperature,
+    TopK,
+)
 from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.json_cache import JsonFileCache, material_key
 from heta_eval.records import QueryResult
@@ -94,9 +102,9 @@ class ExtractiveAnswerer(BaseAnswerer):
     """The baseline without a model: the sentence of the top results that shares the most
     content words with the question (earlier results win ties), citing its result."""
 
-    def __init__(self, top_results: int = 3, max_words: int = 60) -> None:
-        if top_results <= 0 or max_words <= 0:
-            raise ValueError("top_results and max_words must be positive")
+    def __init__(self, top_results: TopK = 3, max_words: MaxTokens = 60) -> None:
+        TOP_K_RANGE.check("top_results", top_results)
+        MAX_TOKENS_RANGE.check("max_words", max_words)
         self.top_results = top_results
         self.max_words = max_words
 
@@ -139,10 +147,10 @@ class LLMAnswerer(BaseAnswerer):
         api_key_env: str | None = "OPENAI_API_KEY",
         prompt: str = DEFAULT_ANSWER_PROMPT,
         system_prompt: str | None = None,
-        context_tokens: int = 2000,
-        top_results: int = 10,
-        temperature: float | None = 0.0,
-        max_tokens: int | None = 256,
+        context_tokens: MaxTokens = 2000,
+        top_results: TopK = 10,
+        temperature: Temperature | None = 0.0,
+        max_tokens: MaxTokens | None = 256,
         cache_dir: str | Path | None = None,
         timeout: float = 60.0,
         max_retries: int = 4,
@@ -152,6 +160,12 @@ class LLMAnswerer(BaseAnswerer):
         missing = [f for f in ("{question}", "{context}") if f not in prompt]
         if missing:
             raise ValueError(f"the answer prompt must contain {missing}")
+        MAX_TOKENS_RANGE.check("context_tokens", context_tokens)
+        TOP_K_RANGE.check("top_results", top_results)
+        if temperature is not None:
+            TEMPERATURE_RANGE.check("temperature", temperature)
+        if max_tokens is not None:
+            MAX_TOKENS_RANGE.check("max_tokens", max_tokens)
         self.client = OpenAICompatibleClient.from_settings(
             EndpointSettings(
                 base_url=base_url,

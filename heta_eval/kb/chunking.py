@@ -5,14 +5,23 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
+from pydantic import AfterValidator
+
+from heta_eval.config.ranges import MAX_CHUNK_SIZE, Range
 from heta_eval.kb.documents import Chunk, ParsedSource
 
 _WORD = re.compile(r"\S+")
 _NON_SPACE = re.compile(r"\S")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 """The `tokens` unit: runs of word characters and single punctuation marks (no tiktoken)."""
+
+CHUNK_SIZE_RANGE = Range(1, MAX_CHUNK_SIZE)
+OVERLAP_RANGE = Range(0, MAX_CHUNK_SIZE - 1)  # and smaller than the chunk size
+OVERLAP_SENTENCES_RANGE = Range(0, 10_000)
+ChunkSize = Annotated[int, AfterValidator(CHUNK_SIZE_RANGE)]
+ChunkOverlap = Annotated[int, AfterValidator(OVERLAP_RANGE)]
 
 
 class Chunker(Protocol):
@@ -103,14 +112,13 @@ class FixedSizeChunker:
 
     def __init__(
         self,
-        chunk_size: int | None = None,
-        chunk_overlap: int = 0,
+        chunk_size: ChunkSize | None = None,
+        chunk_overlap: ChunkOverlap = 0,
         unit: Literal["words", "tokens", "chars"] = "words",
     ) -> None:
-        if chunk_size is not None and chunk_size <= 0:
-            raise ValueError(f"chunk_size must be a positive integer or null, got {chunk_size}")
-        if chunk_overlap < 0:
-            raise ValueError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
+        if chunk_size is not None:
+            CHUNK_SIZE_RANGE.check("chunk_size", chunk_size)
+        OVERLAP_RANGE.check("chunk_overlap", chunk_overlap)
         if chunk_size is not None and chunk_overlap >= chunk_size:
             raise ValueError(
                 f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})"
@@ -195,11 +203,13 @@ class SentenceChunker:
     exact offsets into the parsed text.
     """
 
-    def __init__(self, max_words: int = 200, overlap_sentences: int = 0) -> None:
-        if max_words <= 0:
-            raise ValueError(f"max_words must be a positive integer, got {max_words}")
-        if overlap_sentences < 0:
-            raise ValueError(f"overlap_sentences must be >= 0, got {overlap_sentences}")
+    def __init__(
+        self,
+        max_words: ChunkSize = 200,
+        overlap_sentences: Annotated[int, AfterValidator(OVERLAP_SENTENCES_RANGE)] = 0,
+    ) -> None:
+        CHUNK_SIZE_RANGE.check("max_words", max_words)
+        OVERLAP_SENTENCES_RANGE.check("overlap_sentences", overlap_sentences)
         self.max_words = max_words
         self.overlap_sentences = overlap_sentences
 
@@ -243,7 +253,7 @@ class StructureChunker:
     shorter segments stay whole. Blank segments yield no chunk.
     """
 
-    def __init__(self, max_words: int | None = None, overlap_words: int = 0) -> None:
+    def __init__(self, max_words: ChunkSize | None = None, overlap_words: ChunkOverlap = 0) -> None:
         self._fixed = FixedSizeChunker(
             chunk_size=max_words, chunk_overlap=overlap_words, unit="words"
         )

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from heta_eval.config.components import instantiate, resolve_target
+from heta_eval.config.ranges import MAX_CHUNK_SIZE
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.knowledge_base import KnowledgeBase
 from heta_eval.protocols import BaseRecipe
@@ -35,8 +36,8 @@ class KnowledgeRecipe(Record, BaseRecipe):
 
     name: NonEmptyStr
     description: str = ""
-    chunk_size: int | None = Field(default=None, gt=0)
-    chunk_overlap: int = Field(default=0, ge=0)
+    chunk_size: int | None = Field(default=None, gt=0, le=MAX_CHUNK_SIZE)
+    chunk_overlap: int = Field(default=0, ge=0, lt=MAX_CHUNK_SIZE)
     parser: JsonDict
     chunker: JsonDict
     indexes: dict[str, JsonDict]

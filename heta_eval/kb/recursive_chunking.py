@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from heta_eval.kb.chunking import _make_chunks
+from heta_eval.kb.chunking import (
+    CHUNK_SIZE_RANGE,
+    OVERLAP_RANGE,
+    ChunkOverlap,
+    ChunkSize,
+    _make_chunks,
+)
 from heta_eval.kb.documents import Chunk, ParsedSource, Segment
 
 Span = tuple[int, int]
@@ -30,14 +36,14 @@ class RecursiveCharacterChunker:
 
     def __init__(
         self,
-        chunk_size: int = 3000,
-        chunk_overlap: int = 300,
+        chunk_size: ChunkSize = 3000,
+        chunk_overlap: ChunkOverlap = 300,
         separators: Sequence[str] = ("\n\n", "\n", " ", ""),
         across_segments: bool = False,
     ) -> None:
-        if chunk_size <= 0:
-            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}")
-        if not 0 <= chunk_overlap < chunk_size:
+        CHUNK_SIZE_RANGE.check("chunk_size", chunk_size)
+        OVERLAP_RANGE.check("chunk_overlap", chunk_overlap)
+        if chunk_overlap >= chunk_size:
             raise ValueError(
                 f"chunk_overlap must be >= 0 and smaller than chunk_size ({chunk_size}), "
                 f"got {chunk_overlap}"

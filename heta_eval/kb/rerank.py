@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from heta_eval.config.ranges import BATCH_SIZE_RANGE, TOP_K_RANGE, BatchSize, TopK
 from heta_eval.endpoints import EndpointSettings, OpenAICompatibleClient
 from heta_eval.records import QueryResult
 
@@ -38,9 +39,11 @@ class CrossEncoderReranker(BaseReranker):
     or a hub id; hub ids need network). The rest of the ranking is dropped: results beyond
     `top_n` were not scored by the same model and cannot be ranked against the others."""
 
-    def __init__(self, model: str, top_n: int = 50, batch_size: int = 32, device: str = "cpu"):
-        if top_n <= 0:
-            raise ValueError(f"top_n must be positive, got {top_n}")
+    def __init__(
+        self, model: str, top_n: TopK = 50, batch_size: BatchSize = 32, device: str = "cpu"
+    ):
+        TOP_K_RANGE.check("top_n", top_n)
+        BATCH_SIZE_RANGE.check("batch_size", batch_size)
         self.model_name = model
         self.top_n = top_n
         self.batch_size = batch_size
@@ -81,14 +84,13 @@ class EndpointReranker(BaseReranker):
         base_url: str,
         model: str,
         api_key_env: str | None = "RERANK_API_KEY",
-        top_n: int = 50,
+        top_n: TopK = 50,
         timeout: float = 60.0,
         max_retries: int = 4,
         backoff_seconds: float = 1.0,
         max_concurrency: int = 8,
     ) -> None:
-        if top_n <= 0:
-            raise ValueError(f"top_n must be positive, got {top_n}")
+        TOP_K_RANGE.check("top_n", top_n)
         self.top_n = top_n
         self.client = OpenAICompatibleClient.from_settings(
             EndpointSettings(

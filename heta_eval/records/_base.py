@@ -21,6 +21,9 @@ class Record(BaseModel):
 
 # A file name may have at most this many bytes (UTF-8) on the file systems runs write to.
 MAX_NAME_BYTES = 255
+MAX_ID_CHARS = 1_000
+"""An id (case, document, unit, a replayed docid or run tag) may have at most this many
+characters: longer ones are no ids (an 80 MB docid is a broken file)."""
 # Characters that reorder how text is displayed (Trojan Source, CVE-2021-42574): an id that
 # holds one reads as another id in a terminal, a report or the MLflow UI.
 _BIDI_CONTROLS = frozenset(
@@ -29,9 +32,15 @@ _BIDI_CONTROLS = frozenset(
 
 
 def check_plain_id(value: str, field: str) -> str:
-    """Refuse an id with a control character (NUL, newline, tab, ...), a line or paragraph
-    separator or a bidirectional control: it would print as something else, or break the
-    line-oriented files and logs it is written to."""
+    """Refuse an id longer than `MAX_ID_CHARS`, or with a control character (NUL, newline,
+    tab, ...), a line or paragraph separator, a bidirectional control or another invisible
+    formatting character (a zero-width space, a soft hyphen): it would print as something
+    else, or break the line-oriented files and logs it is written to."""
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(
+            f"{field} is {len(value)} characters long; an id may have at most {MAX_ID_CHARS} "
+            f"(got {value[:60]!r}...)"
+        )
     if value.isascii() and value.isprintable():
         # The common case, checked in C: every ASCII control character is unprintable, and
         # line/paragraph separators and bidirectional controls are not ASCII.
@@ -41,6 +50,8 @@ def check_plain_id(value: str, field: str) -> str:
             what = "a bidirectional control character"
         elif unicodedata.category(char) in ("Cc", "Zl", "Zp"):
             what = "a control character" if char not in "\n\r\u2028\u2029" else "a line break"
+        elif unicodedata.category(char) == "Cf":
+            what = "an invisible formatting character (zero-width or soft hyphen)"
         else:
             continue
         raise ValueError(

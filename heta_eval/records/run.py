@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from heta_eval.records._base import JsonDict, NonEmptyStr, Record
+from heta_eval.redaction import mask_url_credentials
 
 
 class RunIdentity(Record):
@@ -58,6 +59,11 @@ class TrackingRef(Record):
     run_id: str | None = None
     where: str = Field(default="", exclude=True)
 
+    @field_validator("uri")
+    @classmethod
+    def _masked(cls, value: str | None) -> str | None:
+        return None if value is None else mask_url_credentials(value)
+
 
 class ReusedFrom(Record):
     """The earlier evaluation whose result a run reused (same identity)."""
@@ -66,6 +72,11 @@ class ReusedFrom(Record):
     finished_at: datetime
     tracking_uri: str | None = None
     tracking_run_id: str | None = None
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _masked(cls, value: str | None) -> str | None:
+        return None if value is None else mask_url_credentials(value)
 
 
 # Documents whose names are looked at to find the name most documents share.

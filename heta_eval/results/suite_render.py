@@ -104,7 +104,9 @@ def title(table: SuiteTable) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A table cell: no raw HTML, no inline link (`](` escaped), one line."""
+    escaped = html.escape(text, quote=False).replace("|", "\\|").replace("](", "]\\(")
+    return escaped.replace("\r", " ").replace("\n", " ")
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:

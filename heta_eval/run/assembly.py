@@ -27,9 +27,14 @@ from heta_eval.config.components import (
     instantiate,
 )
 from heta_eval.config.endpoint_keys import missing_endpoint_keys
-from heta_eval.config.env_names import check_env_names
+from heta_eval.config.env_names import check_env_names, name_env_values
 from heta_eval.config.resolve import ConfigError, check_finite, resolve_config
-from heta_eval.config.secrets import interpolated_env_values, mask_secrets, remember_secrets
+from heta_eval.config.secrets import (
+    check_tracking_uri,
+    interpolated_env_values,
+    mask_secrets,
+    remember_secrets,
+)
 from heta_eval.kb.answering import Answerer, BaseAnswerer
 from heta_eval.kb.build_cache import BuildCache
 from heta_eval.kb.chunking import Chunker
@@ -275,7 +280,15 @@ def _tuning_view(benchmark: BenchmarkProtocol, spec: Any) -> BenchmarkProtocol:
 
 
 def assemble(cfg: DictConfig) -> RunComponents:
-    """Validate the composed config and create benchmark, recipe, evaluators and tracker."""
+    """Validate the composed config and create benchmark, recipe, evaluators and tracker.
+    A `ConfigError` shows a value taken from the environment as `${oc.env:NAME}`."""
+    try:
+        return _assemble(cfg)
+    except ConfigError as exc:
+        raise ConfigError(name_env_values(str(exc), cfg)) from None
+
+
+def _assemble(cfg: DictConfig) -> RunComponents:
     check_env_names(cfg)
     resolved = resolve_config(cfg)
     remember_secrets(interpolated_env_values(cfg))  # masked wherever this process masks
@@ -318,6 +331,7 @@ def assemble(cfg: DictConfig) -> RunComponents:
     evaluators = _evaluators(resolved["evaluator"], benchmark)
     for evaluator in evaluators:
         check_follows("evaluator", evaluator, BenchmarkEvaluatorProtocol, Evaluator)
+    check_tracking_uri(resolved["tracking"])
     tracker = create_component("tracking", resolved["tracking"])
     check_follows("tracking", tracker, Tracker, BaseTracker)
     try:

@@ -4,7 +4,10 @@ cache), score it with every evaluator and record the result, failures included.
 What an evaluator returns is checked where it crosses into the run: `evaluate` must return
 one `EvaluationScore`; anything else (a list of them, a bare number, a dict) fails that case
 with a message that names the evaluator, what it returned and what it must return, instead
-of ending the run deep inside pydantic.
+of ending the run deep inside pydantic. The score must carry the name the evaluator declares
+(`name`): a score named like another evaluator's metric would give a case two values of one
+metric, which the report and a comparison would read differently; such a case fails, naming
+both evaluators.
 """
 
 from __future__ import annotations
@@ -62,14 +65,30 @@ def describe(value: Any) -> str:
     return f"{article} {kind} ({_SHORT.repr(value)})"
 
 
-def checked_score(evaluator: BenchmarkEvaluatorProtocol, value: Any) -> EvaluationScore:
-    """`value` if it is one EvaluationScore, else `ComponentReturnError` saying so."""
-    if isinstance(value, EvaluationScore):
-        return value
+def _named(evaluator: BenchmarkEvaluatorProtocol) -> str:
     cls = type(evaluator)
+    return f"evaluator {evaluator.name!r} ({cls.__module__}.{cls.__qualname__})"
+
+
+def checked_score(
+    evaluator: BenchmarkEvaluatorProtocol,
+    value: Any,
+    evaluators: Sequence[BenchmarkEvaluatorProtocol] = (),
+) -> EvaluationScore:
+    """`value` if it is one EvaluationScore named as `evaluator` declares, else
+    `ComponentReturnError` saying so (naming the one of `evaluators` whose name it took)."""
+    if not isinstance(value, EvaluationScore):
+        raise ComponentReturnError(
+            f"{_named(evaluator)} returned {describe(value)}; evaluate() must "
+            "return one heta_eval.records.EvaluationScore"
+        )
+    if value.name == evaluator.name:
+        return value
+    owner = next((e for e in evaluators if e is not evaluator and e.name == value.name), None)
+    clash = f", the name of {_named(owner)}" if owner is not None else ""
     raise ComponentReturnError(
-        f"evaluator {evaluator.name!r} ({cls.__module__}.{cls.__qualname__}) returned "
-        f"{describe(value)}; evaluate() must return one heta_eval.records.EvaluationScore"
+        f"{_named(evaluator)} returned a score named {value.name!r}{clash}; an evaluator may "
+        f"only return scores named as it declares ({evaluator.name!r})"
     )
 
 
@@ -287,7 +306,8 @@ class CaseScorer:
         scoring_started = time.perf_counter()
         for evaluator in self.evaluators:
             try:
-                scores.append(checked_score(evaluator, await evaluator.evaluate(case, response)))
+                score = await evaluator.evaluate(case, response)
+                scores.append(checked_score(evaluator, score, self.evaluators))
             except Exception as exc:
                 error = error or error_record("evaluate", exc, evaluator=evaluator.name)
         # Validated from plain data in one call: the retrieved items become RetrievedItem

@@ -43,7 +43,7 @@ from heta_eval.reporting.run_directory import write_run_artifacts
 from heta_eval.run.assembly import assemble
 from heta_eval.run.failures import FailureRateExceededError, check_failure_rate
 from heta_eval.run.identity import components_code_digest, run_identity
-from heta_eval.run.state import RunState, configuration_lock
+from heta_eval.run.state import RunState, configuration_lock, discarded_unless_used
 from heta_eval.run.units import heap_frozen
 from heta_eval.tracking.naming import plain_override
 from heta_eval.tracking.naming import run_name as short_name
@@ -144,7 +144,9 @@ class RunLifecycle:
         connecting.start()
         code = components_code_digest(self.components)
         lock_key = hashlib.sha256(f"{self.components.config_hash}:{code}".encode()).hexdigest()
-        with configuration_lock(self.settings.state_dir, lock_key[:24]):
+        settings = self.settings
+        made = (settings.state_dir, settings.store_dir, settings.workspace_dir)
+        with discarded_unless_used(*made), configuration_lock(settings.state_dir, lock_key[:24]):
             runner = self.components.runner()
             loaded = await runner.load()
             identity = run_identity(self.components.config_hash, loaded.data_digest, code)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from heta_eval.config.ranges import MAX_TOP_K
 from heta_eval.records._base import Record
 
 if TYPE_CHECKING:
@@ -27,7 +28,10 @@ class RunnerSettings(Record):
     """How a run proceeds: ranking depth, query modes, concurrency, limits and directories."""
 
     top_k: int | None = Field(
-        default=None, gt=0, description="results per query; null: the benchmark's default_top_k"
+        default=None,
+        gt=0,
+        le=MAX_TOP_K,
+        description="results per query (at most 100,000); null: the benchmark's default_top_k",
     )
     query_modes: tuple[str, ...] | None = Field(
         default=None, description="query modes to evaluate; null means all the recipe offers"

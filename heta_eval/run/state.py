@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from heta_eval.files import copy_atomically, file_sha256, write_atomically
 from heta_eval.records import EvaluationReport, RunIdentity
 from heta_eval.records._base import Record
+from heta_eval.redaction import mask_url_credentials
 from heta_eval.run.journal import CaseJournal
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,36 @@ class TrackingMarker(Record):
 
     uri: str | None
     run_id: str
+
+    @field_validator("uri")
+    @classmethod
+    def _masked(cls, value: str | None) -> str | None:
+        return None if value is None else mask_url_credentials(value)
+
+
+def _holds_nothing(directory: Path) -> bool:
+    """Whether `directory` holds only directories and lock files (`locks/*.lock`)."""
+    for path in directory.rglob("*"):
+        if path.is_file() and not (path.suffix == ".lock" and path.parent.name == "locks"):
+            return False
+        if not path.is_file() and not path.is_dir():
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def discarded_unless_used(*directories: Path) -> Iterator[None]:
+    """The `directories` a run creates (its state, store, data) are removed again when it
+    fails with nothing in them but lock files: a run refused while its benchmark loads (a
+    malformed line, a file not found) leaves no empty `store/` or `state/locks/`."""
+    created = [Path(d) for d in directories if not Path(d).exists()]
+    try:
+        yield
+    except BaseException:
+        for directory in created:
+            if directory.is_dir() and _holds_nothing(directory):
+                shutil.rmtree(directory, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager
@@ -133,7 +164,8 @@ class RunState:
             marker = TrackingMarker.model_validate_json((self.directory / TRACKING).read_bytes())
         except (OSError, ValidationError):
             return None
-        return marker.run_id if marker.uri == uri else None
+        masked = None if uri is None else mask_url_credentials(uri)
+        return marker.run_id if marker.uri == masked else None
 
     def save_tracking_run(self, uri: str | None, run_id: str | None) -> None:
         """Remember the tracking run of this attempt."""

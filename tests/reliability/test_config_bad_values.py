@@ -51,7 +51,7 @@ def test_a_key_the_config_lacks_gets_the_nearest_key(cli: InProcessCli, tmp_path
         (
             ["evaluator=retrieval", "evaluator.extra.0.ks=[0,10]"],
             "evaluator.extra[0]: cannot create heta_eval.evaluators.retrieval_metrics: "
-            "k must be a positive integer, got 0",
+            "k must be a number within [1, 100000], got 0",
         ),
         (["runner.max_failure_rate=1.5"], "runner.max_failure_rate: Input should be less"),
         (

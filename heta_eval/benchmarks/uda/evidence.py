@@ -27,6 +27,7 @@ import string
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from heta_eval.config.ranges import TOP_K_RANGE
 from heta_eval.evaluators.evidence import EvidenceRecallAtK, labelled_evidence
 from heta_eval.evaluators.exhaustive import exhaustive_skip
 from heta_eval.evaluators.matching import EvidenceMatcher
@@ -107,8 +108,7 @@ class UdaEvidenceMatchAtK(Evaluator):
     `extension=True` for a subset the authors do not score (named `..._ext@k`)."""
 
     def __init__(self, k: int = 5, extension: bool = False) -> None:
-        if k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k}")
+        TOP_K_RANGE.check("k", k)
         self.k = k
         self.extension = extension
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import AfterValidator
 
+from heta_eval.config.ranges import Range
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
 from heta_eval.kb.index.bm25_matrix import FlatBM25, FlatTokens
@@ -65,6 +66,15 @@ def check_stopwords(value: str) -> str:
 StemmerLanguage = Annotated[str, AfterValidator(check_stemmer)]
 StopwordLanguage = Annotated[str, AfterValidator(check_stopwords)]
 
+# Published tunings keep k1 under 3 and delta under 2; beyond these bounds BM25 only counts
+# raw term frequencies (k1) or matching terms (delta), and k1=1e100 overflows to no results.
+K1_RANGE = Range(0, 100)
+B_RANGE = Range(0, 1)
+DELTA_RANGE = Range(0, 10)
+K1 = Annotated[float, AfterValidator(K1_RANGE)]
+B = Annotated[float, AfterValidator(B_RANGE)]
+Delta = Annotated[float, AfterValidator(DELTA_RANGE)]
+
 
 def split_words(text: str) -> list[str]:
     r"""The words bm25s's default splitter finds in `text`: runs of two or more `\w`."""
@@ -83,17 +93,16 @@ class BM25Index(BaseIndexBuilder):
 
     def __init__(
         self,
-        k1: float = 1.5,
-        b: float = 0.75,
-        delta: float = 0.5,
+        k1: K1 = 1.5,
+        b: B = 0.75,
+        delta: Delta = 0.5,
         method: Bm25Method = "lucene",
         stemmer: StemmerLanguage | None = "english",
         stopwords: StopwordLanguage | list[str] | None = "en",
     ) -> None:
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0 <= b <= 1:
-            raise ValueError(f"b must be within [0, 1], got {b}")
+        K1_RANGE.check("k1", k1)
+        B_RANGE.check("b", b)
+        DELTA_RANGE.check("delta", delta)
         if method not in ("robertson", "lucene", "atire", "bm25l", "bm25+"):
             raise ValueError(f"unknown BM25 method {method!r}")
         if stemmer is not None:

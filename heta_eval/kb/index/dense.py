@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from heta_eval.config.components import instantiate
+from heta_eval.config.ranges import BATCH_SIZE_RANGE, BatchSize
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
 from heta_eval.kb.index.embedding_cache import EmbeddingCache
@@ -52,15 +53,14 @@ class DenseIndex(BaseIndexBuilder):
         encoder: Mapping[str, Any] | Encoder,
         exact_max: int = 20000,
         ann: Mapping[str, Any] | None = None,
-        batch_size: int = 64,
+        batch_size: BatchSize = 64,
         normalize: bool = True,
         cache_dir: str | None = None,
         ray: Mapping[str, Any] | None = None,
     ) -> None:
         if exact_max < 0:
             raise ValueError(f"exact_max must be >= 0, got {exact_max}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        BATCH_SIZE_RANGE.check("batch_size", batch_size)
         unknown = sorted(set(ann or {}) - set(_ANN_DEFAULTS))
         if unknown:
             raise ValueError(f"unknown ann settings {unknown}; known: {sorted(_ANN_DEFAULTS)}")

@@ -14,10 +14,12 @@ import threading
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import numpy as np
+from pydantic import AfterValidator
 
+from heta_eval.config.ranges import BATCH_SIZE_RANGE, BatchSize, Range
 from heta_eval.endpoints import (
     EndpointError,
     EndpointSettings,
@@ -55,6 +57,7 @@ def _package_version(name: str) -> str:
 
 _MODELS: dict[tuple[str, str], Any] = {}
 _MODELS_LOCK = threading.Lock()
+DIMENSIONS_RANGE = Range(1, 100_000)
 
 
 class SentenceTransformerEncoder:
@@ -174,8 +177,8 @@ class OpenAIEmbeddingEncoder:
         base_url: str,
         model: str,
         api_key_env: str | None = "OPENAI_API_KEY",
-        batch_size: int = 64,
-        dimensions: int | None = None,
+        batch_size: BatchSize = 64,
+        dimensions: Annotated[int, AfterValidator(DIMENSIONS_RANGE)] | None = None,
         query_prefix: str = "",
         document_prefix: str = "",
         timeout: float = 60.0,
@@ -183,8 +186,9 @@ class OpenAIEmbeddingEncoder:
         backoff_seconds: float = 1.0,
         max_concurrency: int = 4,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        BATCH_SIZE_RANGE.check("batch_size", batch_size)
+        if dimensions is not None:
+            DIMENSIONS_RANGE.check("dimensions", dimensions)
         self._client = OpenAICompatibleClient.from_settings(
             EndpointSettings(
                 base_url=base_url,

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
+from pydantic import AfterValidator
+
+from heta_eval.config.ranges import MAX_TOP_K, Range
 from heta_eval.kb.index.base import Hits
+
+RRF_K_RANGE = Range(0, 1_000_000)  # beyond, 1 / (k + rank) is the same for every rank
+DEPTH_RANGE = Range(1, MAX_TOP_K)
+WEIGHT_RANGE = Range(0, 1_000)  # how much a mode counts, relative to the others
+RrfK = Annotated[float, AfterValidator(RRF_K_RANGE)]
+Depth = Annotated[int, AfterValidator(DEPTH_RANGE)]
+Weight = Annotated[float, AfterValidator(WEIGHT_RANGE)]
 
 
 def _ordered(scores: dict[int, float], top_k: int) -> Hits:
@@ -21,11 +31,11 @@ class ReciprocalRankFusion:
     a mode's list gets nothing from it.
     """
 
-    def __init__(self, modes: Sequence[str], k: float = 60.0, depth: int = 100) -> None:
+    def __init__(self, modes: Sequence[str], k: RrfK = 60.0, depth: Depth = 100) -> None:
         if len(modes) < 2:
             raise ValueError(f"fusion needs at least two query modes, got {list(modes)}")
-        if k < 0 or depth <= 0:
-            raise ValueError("k must be >= 0 and depth > 0")
+        RRF_K_RANGE.check("k", k)
+        DEPTH_RANGE.check("depth", depth)
         self.modes = tuple(modes)
         self.k = k
         self.depth = depth
@@ -49,13 +59,16 @@ class WeightedScoreFusion:
     def __init__(
         self,
         modes: Sequence[str],
-        weights: Sequence[float] | None = None,
+        weights: Sequence[Weight] | None = None,
         normalization: Literal["minmax", "zscore"] = "minmax",
-        depth: int = 100,
+        depth: Depth = 100,
     ) -> None:
         if len(modes) < 2:
             raise ValueError(f"fusion needs at least two query modes, got {list(modes)}")
+        DEPTH_RANGE.check("depth", depth)
         weights = list(weights) if weights is not None else [1.0] * len(modes)
+        for weight in weights:
+            WEIGHT_RANGE.check("each weight", weight)
         if len(weights) != len(modes):
             raise ValueError(f"{len(weights)} weights for {len(modes)} modes")
         if normalization not in ("minmax", "zscore"):

@@ -16,12 +16,19 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import AfterValidator
+
+from heta_eval.config.ranges import Range
 from heta_eval.kb.documents import Chunk
 from heta_eval.kb.index.base import BaseIndexBuilder, BaseSearchIndex, Hits
+from heta_eval.kb.index.bm25 import B_RANGE, K1, K1_RANGE, B
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _TOKENS_FILE = "okapi_tokens.json"
+EPSILON_RANGE = Range(0, 1)  # a share of the mean idf
+Epsilon = Annotated[float, AfterValidator(EPSILON_RANGE)]
 
 
 def okapi_tokens(text: str) -> list[str]:
@@ -32,13 +39,10 @@ def okapi_tokens(text: str) -> list[str]:
 class OkapiBM25Index(BaseIndexBuilder):
     """Builds an Okapi BM25 index (rank_bm25's `BM25Okapi` scoring) over chunk texts."""
 
-    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0 <= b <= 1:
-            raise ValueError(f"b must be within [0, 1], got {b}")
-        if epsilon < 0:
-            raise ValueError(f"epsilon must be >= 0, got {epsilon}")
+    def __init__(self, k1: K1 = 1.5, b: B = 0.75, epsilon: Epsilon = 0.25) -> None:
+        K1_RANGE.check("k1", k1)
+        B_RANGE.check("b", b)
+        EPSILON_RANGE.check("epsilon", epsilon)
         self.k1, self.b, self.epsilon = k1, b, epsilon
 
     def build(self, chunks: Sequence[Chunk]) -> BuiltOkapiIndex:

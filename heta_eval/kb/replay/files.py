@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from heta_eval.records._base import check_plain_id
 
 # Locator keys a retrieved item may carry (the provenance fields of a query result).
 LOCATOR_KEYS = frozenset(
@@ -35,6 +38,21 @@ PREDICTION_KEYS = frozenset(
 ITEM_KEYS = frozenset({"document_id", "id", "text", "score", "locator"})
 _INT_LOCATORS = frozenset({"chunk_index", "start_char", "end_char", "page_index", "row_index"})
 MAX_SHOWN = 10
+# The number C's atof reads at the start of a score (trec_eval reads scores with atof).
+_C_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def trec_score(text: str) -> float:
+    """A run file's score as trec_eval reads it. Python reads more than C does: `1_000` is
+    1000 to Python and 1.0 to C's atof (which stops at `_`), and digits of other scripts are
+    no digits to C; such a score is read up to where C stops (ValueError if C reads nothing).
+    Anything else that Python cannot read (`0x1p3`, `1.5abc`) is refused."""
+    if "_" in text or not text.isascii():
+        match = _C_NUMBER.match(text.strip())
+        if match is None:
+            raise ValueError(f"not a number: {text!r}")
+        return float(match.group())
+    return float(text)
 
 
 class ReplayInputError(ValueError):
@@ -182,9 +200,15 @@ def read_run(path: str) -> ReplayedFile:
             )
             continue
         qid, _, docid, rank, score_text, tag = fields
+        try:  # bounded and plain: an 80 MB docid is a broken file, not an id
+            for value, field in ((qid, "qid"), (docid, "docid"), (tag, "tag")):
+                check_plain_id(value, field)
+        except ValueError as exc:
+            problems.append(f"{shown}:{number}: {exc}")
+            continue
         try:
             int(rank)
-            score = float(score_text)
+            score = trec_score(score_text)
         except ValueError:
             problems.append(
                 f"{shown}:{number}: rank must be an integer and score a number, got "
@@ -221,14 +245,18 @@ def read_run(path: str) -> ReplayedFile:
     return ReplayedFile("run", shown, digest, len(lines), tuple(cases), tuple(tags))
 
 
-def _id(value: Any) -> str | None:
-    """An id given as a string or an integer (JSON has no other id type)."""
+def _id(value: Any, field: str, where: str) -> str | None:
+    """An id given as a string or an integer (JSON has no other id type); ValueError at
+    `where` for one too long or not plain (`check_plain_id`)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str) and value:
-        return value
+        try:
+            return check_plain_id(value, field)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     return None
 
 
@@ -260,7 +288,7 @@ def _items(value: Any, where: str, line: int) -> tuple[ReplayedItem, ...]:
     for i, item in enumerate(value):
         at = f"{where}: retrieved[{i}]"
         _check_object(item, ITEM_KEYS, at)
-        document_id = _id(item.get("document_id"))
+        document_id = _id(item.get("document_id"), "document_id", at)
         if document_id is None:
             raise ValueError(f"{at}: document_id must be a non-empty string")
         score = item.get("score")
@@ -276,7 +304,7 @@ def _items(value: Any, where: str, line: int) -> tuple[ReplayedItem, ...]:
                 document_id=document_id,
                 score=float(score),
                 line=line,
-                id=_id(item.get("id")),
+                id=_id(item.get("id"), "id", at),
                 text=text,
                 locator=_locator(item.get("locator"), at),
             )
@@ -296,11 +324,11 @@ def _check_object(value: Any, allowed: frozenset[str], where: str) -> None:
 def _prediction(record: Any, path: str, line: int) -> ReplayedCase:
     where = f"{path}:{line}"
     _check_object(record, PREDICTION_KEYS, where)
-    case_id = _id(record.get("case_id"))
+    case_id = _id(record.get("case_id"), "case_id", where)
     if case_id is None:
         raise ValueError(f"{where}: case_id must be a non-empty string")
     unit_id = record.get("unit_id")
-    if unit_id is not None and _id(unit_id) is None:
+    if unit_id is not None and _id(unit_id, "unit_id", where) is None:
         raise ValueError(f"{where}: unit_id must be a non-empty string when given")
     if "answer" not in record:
         raise ValueError(f"{where}: no `answer` (give null for a case without one)")
@@ -312,7 +340,7 @@ def _prediction(record: Any, path: str, line: int) -> ReplayedCase:
     size = record.get("knowledge_base_items")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise ValueError(f"{where}: knowledge_base_items must be an integer >= 0, got {size!r}")
-    return ReplayedCase(case_id, _id(unit_id), path, line, items, answer, size)
+    return ReplayedCase(case_id, _id(unit_id, "unit_id", where), path, line, items, answer, size)
 
 
 def read_predictions(path: str) -> ReplayedFile:

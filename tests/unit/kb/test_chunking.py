@@ -83,9 +83,9 @@ def test_blank_text_gives_no_chunks() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"chunk_size": 0}, "positive"),
+        ({"chunk_size": 0}, r"within \[1, 10000000\]"),
         ({"chunk_size": 4, "chunk_overlap": 4}, "smaller than chunk_size"),
-        ({"chunk_overlap": -1}, ">= 0"),
+        ({"chunk_overlap": -1}, r"within \[0, 9999999\]"),
         ({"unit": "sentences"}, "words"),
     ],
 )
