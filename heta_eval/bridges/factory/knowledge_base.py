@@ -127,5 +127,5 @@ class FactoryKnowledgeBase(ABC):
         """No mode is retrieved in batches: the framework is asked one query at a time."""
         return False
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 (a default, not an abstract method)
         """Nothing to release: the framework's objects go with the knowledge base."""

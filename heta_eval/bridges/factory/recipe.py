@@ -40,7 +40,7 @@ from heta_eval.config.components import (
 from heta_eval.config.secrets import mask_secrets
 from heta_eval.kb.documents import RawSource
 from heta_eval.kb.store import ObjectStore
-from heta_eval.records import BuildStep, BenchmarkContents
+from heta_eval.records import BenchmarkContents, BuildStep
 
 DEFAULT_PARSER = {"_target_": "heta_eval.kb.MediaTypeParser"}
 PROBE = SourceText(
@@ -103,7 +103,9 @@ class FactoryRecipe(ABC):
         self.description = description
         self.factory = plain(dict(factory)) if isinstance(factory, Mapping) else factory
         if not isinstance(self.factory, dict) or not str(self.factory.get("_target_", "")):
-            raise ValueError(f"recipe.factory: expected a mapping with a _target_, got {factory!r:.80}")
+            raise ValueError(
+                f"recipe.factory: expected a mapping with a _target_, got {factory!r:.80}"
+            )
         self.parser = plain(dict(parser or DEFAULT_PARSER))
         self._query_modes = (str(query_mode or self.extra),)
         try:
@@ -149,7 +151,7 @@ class FactoryRecipe(ABC):
         """The bridge's own settings, for the manifest."""
         return {}
 
-    def check_contents(self, contents: BenchmarkContents) -> None:
+    def check_contents(self, contents: BenchmarkContents) -> None:  # noqa: B027 (a default)
         """Nothing to check against the benchmark."""
 
     def content_digests(self) -> dict[str, str]:
@@ -169,9 +171,7 @@ class FactoryRecipe(ABC):
         says what was expected when the bridge cannot query it."""
 
     @abstractmethod
-    def knowledge_base(
-        self, product: Any, *, kind: str, facts: BuildFacts
-    ) -> FactoryKnowledgeBase:
+    def knowledge_base(self, product: Any, *, kind: str, facts: BuildFacts) -> FactoryKnowledgeBase:
         """`product` wrapped as a knowledge base."""
 
     # -- building ------------------------------------------------------------------------

@@ -77,7 +77,9 @@ def segment_texts(parsed: ParsedSource) -> list[SourceText]:
     return texts
 
 
-def parse_sources(parser: Parser, store: ObjectStore, sources: Iterable[RawSource]) -> ParsedSources:
+def parse_sources(
+    parser: Parser, store: ObjectStore, sources: Iterable[RawSource]
+) -> ParsedSources:
     """Parse every source from `store`; a source that fails is a document error, not a
     failed build (as in heta_eval's own knowledge base)."""
     started = time.perf_counter()

@@ -13,7 +13,6 @@ its arguments beside it (`recipe.factory.chunk_size=512`).
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, Literal
@@ -83,10 +82,7 @@ def bm25_retriever(
     runs of word characters.
     """
     require("LangChain's BM25 example", NEEDS, HINT)
-    with warnings.catch_warnings():
-        # langchain-community announces its sunset on import; BM25Retriever lives there.
-        warnings.filterwarnings("ignore", "`langchain-community` is being sunset")
-        from langchain_community.retrievers import BM25Retriever
+    from langchain_community.retrievers import BM25Retriever
 
     return BM25Retriever.from_documents(
         split(documents, chunk_size, chunk_overlap),
@@ -120,6 +116,4 @@ def bm25_answer_chain(
         | ParrotFakeChatModel()
         | StrOutputParser()
     )
-    return RunnablePassthrough.assign(context=itemgetter("input") | retriever).assign(
-        answer=answer
-    )
+    return RunnablePassthrough.assign(context=itemgetter("input") | retriever).assign(answer=answer)
