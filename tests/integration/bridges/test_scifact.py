@@ -16,7 +16,10 @@ from heta_eval.config.components import instantiate
 from heta_eval.kb import LocalObjectStore, RawSource
 
 from ...conftest import REPO
+from ...unit.bridges.factories import require_frameworks
 from .scifact_subset import QUERIES, scifact_subset
+
+require_frameworks("langchain_core", "llama_index.core", "haystack")
 
 pytestmark = pytest.mark.slow
 

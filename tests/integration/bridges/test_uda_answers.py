@@ -11,6 +11,9 @@ import pytest
 import heta_eval
 
 from ...conftest import SHARED
+from ...unit.bridges.factories import require_frameworks
+
+require_frameworks("llama_index.core")
 
 pytestmark = pytest.mark.slow
 

@@ -5,6 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+EXTRAS = "pip install 'heta-eval[langchain,llamaindex,haystack]'"
+
+
+def require_frameworks(*modules: str) -> None:
+    """Skip the calling test module unless every one of `modules` imports."""
+    for module in modules:
+        pytest.importorskip(module, reason=f"{module} is not installed ({EXTRAS})")
+
 
 def returns_a_list(documents: list[Any]) -> list[Any]:
     """A factory that returns the documents it was given, not something to query."""

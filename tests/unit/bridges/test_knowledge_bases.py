@@ -18,6 +18,9 @@ from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE
 from heta_eval.records import QueryResponse
 
 from ...conftest import REPO
+from ..factories import require_frameworks
+
+require_frameworks("langchain_core", "llama_index.core", "haystack")
 
 REPORT = {
     "segments": [

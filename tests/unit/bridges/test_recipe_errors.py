@@ -13,6 +13,10 @@ import pytest
 import heta_eval
 from heta_eval.config.resolve import ConfigError
 
+from ..factories import require_frameworks
+
+require_frameworks("langchain_core", "llama_index.core", "haystack")
+
 FRAMEWORKS = {
     "langchain": "langchain-core",
     "llamaindex": "llama-index-core",
