@@ -11,7 +11,7 @@ from heta_eval.config.compose import compose_config
 from heta_eval.run.assembly import RunComponents, assemble
 from heta_eval.run.identity import component_modules
 
-from ..factories import require_frameworks
+from .factories import require_frameworks
 
 require_frameworks("langchain_core")
 

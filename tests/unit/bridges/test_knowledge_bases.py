@@ -18,7 +18,7 @@ from heta_eval.kb.parsers.base import SEGMENTS_MEDIA_TYPE
 from heta_eval.records import QueryResponse
 
 from ...conftest import REPO
-from ..factories import require_frameworks
+from .factories import require_frameworks
 
 require_frameworks("langchain_core", "llama_index.core", "haystack")
 
@@ -173,3 +173,16 @@ def test_llamaindex_chunk_ids_are_repeatable(corpus) -> None:
         for _ in range(2)
     )
     assert first == again and all(i.startswith("raw/benchmarks/demo/") for i in first)
+
+
+def test_llamaindex_bm25_when_its_package_is_installed(corpus) -> None:
+    pytest.importorskip(
+        "llama_index.retrievers.bm25",
+        reason="llama-index-retrievers-bm25 is not in the llamaindex extra (it pins PyStemmer<3)",
+    )
+    made = recipe("llamaindex", "bm25_retriever", chunk_size=24, chunk_overlap=0, k=5)
+    assert made.manifest()["engine_versions"]["llama-index-retrievers-bm25"]
+    response = ask(build(made, corpus), "dividend per share")
+    assert_provenance(response, corpus)
+    top = response.results[0]
+    assert top.source.page_index == 7 and top.source.metadata["score"] == "framework"

@@ -13,7 +13,7 @@ import pytest
 import heta_eval
 from heta_eval.config.resolve import ConfigError
 
-from ..factories import require_frameworks
+from .factories import require_frameworks
 
 require_frameworks("langchain_core", "llama_index.core", "haystack")
 
@@ -121,3 +121,15 @@ def test_a_factory_that_fails_on_the_probe_says_so(tmp_path: Path) -> None:
     assert f"recipe.factory (heta_eval.bridges.langchain.examples.bm25_retriever) {probe}" in (
         message
     ), message
+
+
+def test_llamaindex_bm25_without_its_package_says_why_it_is_not_in_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _without(monkeypatch, "llama-index-retrievers-bm25")
+    bm25 = "heta_eval.bridges.llamaindex.examples.bm25_retriever"
+    message = _refused(tmp_path, "recipe=llamaindex", f"recipe.factory._target_={bm25}")
+    assert f"recipe.factory ({bm25}): LlamaIndex's BM25 example needs " in message
+    assert "pip install llama-index-retrievers-bm25 (not part of heta-eval[llamaindex]: it " in (
+        message
+    )
