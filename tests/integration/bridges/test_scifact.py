@@ -23,9 +23,10 @@ require_frameworks("langchain_core", "llama_index.core", "haystack")
 
 pytestmark = pytest.mark.slow
 
-# nDCG@10 on this subset, measured 2026-12-05 (recipe=bm25: 0.873): each bridge must stay in
-# reach of it, far above what an unrelated ranking gets.
-FLOORS = {"langchain": 0.5, "llamaindex": 0.4, "haystack": 0.7}
+# nDCG@10 on this subset, measured 2026-12-05: recipe=bm25 0.873, langchain 0.583, haystack
+# 0.788, llamaindex 0.39 to 0.48 (its keyword table orders ties as Python's sets do, which
+# changes with PYTHONHASHSEED: 7 seeds). Far above what an unrelated ranking gets.
+FLOORS = {"langchain": 0.5, "llamaindex": 0.3, "haystack": 0.7}
 
 
 @pytest.fixture(scope="module")
