@@ -24,7 +24,13 @@ _MODULES = {
     "LlamaIndexRecipe": "llamaindex",
     "HaystackRecipe": "haystack",
 }
-__all__ = sorted(_MODULES)
+__all__ = [
+    "HaystackRecipe",
+    "HetaKnowledgeBase",
+    "HetaRecipe",
+    "LangChainRecipe",
+    "LlamaIndexRecipe",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -5,20 +5,16 @@ the chunks and a pipeline of one `InMemoryBM25Retriever` (named `retriever`) ran
 `bm25_answer_pipeline`: the same retriever feeding a `ChatPromptBuilder` and Haystack's
 `MockChatGenerator` (named `llm`), which echoes the prompt it is given: the answer path runs
 without a model or a network.
+
+Haystack is imported when a factory is called (listing the recipes imports this module);
+framework types are `Any` in the signatures, so that the arguments' own types can be checked
+at assembly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
-
-from haystack import Document, Pipeline
-from haystack.components.builders import ChatPromptBuilder
-from haystack.components.generators.chat import MockChatGenerator
-from haystack.components.preprocessors import DocumentSplitter
-from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
-from haystack.dataclasses import ChatMessage
-from haystack.document_stores.in_memory import InMemoryDocumentStore
+from typing import Any, Literal
 
 SplitBy = Literal["word", "passage", "page", "line"]
 Algorithm = Literal["BM25Okapi", "BM25L", "BM25Plus"]
@@ -30,15 +26,19 @@ PROMPT = (
 
 
 def store(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     split_by: SplitBy,
     split_length: int | None,
     split_overlap: int,
     algorithm: Algorithm,
-) -> InMemoryDocumentStore:
-    """An in-memory store of the documents' chunks (`split_length` units of `split_by`;
-    None: documents whole), each with its document's meta and `split_idx_start`."""
+) -> Any:
+    """An in-memory `InMemoryDocumentStore` of the documents' chunks (`split_length` units
+    of `split_by`; None: documents whole), each with its document's meta and
+    `split_idx_start`."""
+    from haystack.components.preprocessors import DocumentSplitter
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
     chunks = list(documents)
     if split_length is not None:
         splitter = DocumentSplitter(
@@ -51,16 +51,19 @@ def store(
 
 
 def bm25_pipeline(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     split_by: SplitBy = "word",
     split_length: int | None = 200,
     split_overlap: int = 0,
     top_k: int = 100,
     algorithm: Algorithm = "BM25L",
-) -> Pipeline:
+) -> Any:
     """A pipeline of one `InMemoryBM25Retriever` (`retriever`, `top_k` results) over the
     chunks; Haystack's BM25 (`algorithm`, its default BM25L) and its tokenisation."""
+    from haystack import Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+
     document_store = store(
         documents,
         split_by=split_by,
@@ -74,16 +77,20 @@ def bm25_pipeline(
 
 
 def bm25_answer_pipeline(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     split_by: SplitBy = "word",
     split_length: int | None = 200,
     split_overlap: int = 0,
     top_k: int = 4,
     algorithm: Algorithm = "BM25L",
-) -> Pipeline:
+) -> Any:
     """`bm25_pipeline`'s retriever, a prompt of its `top_k` chunks and the query, and
     `MockChatGenerator` (`llm`), whose reply, the answer, is that prompt."""
+    from haystack.components.builders import ChatPromptBuilder
+    from haystack.components.generators.chat import MockChatGenerator
+    from haystack.dataclasses import ChatMessage
+
     pipeline = bm25_pipeline(
         documents,
         split_by=split_by,

@@ -7,7 +7,9 @@ gives them) whose model is LangChain's echo chat model, `ParrotFakeChatModel`: i
 the prompt it was given, so the answer path runs without a model or a network.
 
 Each is a function `(documents, **arguments)`: name it in `recipe.factory._target_` and set
-its arguments beside it (`recipe.factory.chunk_size=512`).
+its arguments beside it (`recipe.factory.chunk_size=512`). LangChain is imported when a
+factory is called (listing the recipes imports this module), and framework types are `Any`
+in the signatures, so that the arguments' own types can be checked at assembly.
 """
 
 from __future__ import annotations
@@ -16,13 +18,6 @@ import re
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, Literal
-
-from langchain_core.documents import Document
-from langchain_core.language_models.fake_chat_models import ParrotFakeChatModel
-from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
 from heta_eval.bridges.factory import require
 
@@ -49,9 +44,7 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
 }
 
 
-def split(
-    documents: Sequence[Document], chunk_size: int | None, chunk_overlap: int
-) -> list[Document]:
+def split(documents: Sequence[Any], chunk_size: int | None, chunk_overlap: int) -> list[Any]:
     """Chunks of at most `chunk_size` characters (paragraph, line, word boundaries first),
     each with the documents' metadata and its `start_index`; None keeps documents whole."""
     if chunk_size is None:
@@ -65,7 +58,7 @@ def split(
 
 
 def bm25_retriever(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     chunk_size: int | None = 1000,
     chunk_overlap: int = 0,
@@ -74,7 +67,7 @@ def bm25_retriever(
     b: float = 0.75,
     epsilon: float = 0.25,
     tokens: Tokens = "whitespace",
-) -> BaseRetriever:
+) -> Any:
     """LangChain's `BM25Retriever` over the documents' chunks, `k` results a query.
 
     `k1`, `b`, `epsilon` are rank_bm25's `BM25Okapi` parameters (its defaults);
@@ -97,16 +90,21 @@ def _joined(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def bm25_answer_chain(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     chunk_size: int | None = 1000,
     chunk_overlap: int = 0,
     k: int = 4,
     tokens: Tokens = "whitespace",
-) -> Runnable:
+) -> Any:
     """A retrieval chain: `bm25_retriever`'s top `k` chunks as `context`, and as `answer`
     what `ParrotFakeChatModel` (LangChain's echo model) says to the prompt, i.e. the prompt.
     Its input is `{"input": query}`."""
+    from langchain_core.language_models.fake_chat_models import ParrotFakeChatModel
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
     retriever = bm25_retriever(
         documents, chunk_size=chunk_size, chunk_overlap=chunk_overlap, k=k, tokens=tokens
     )

@@ -12,21 +12,16 @@ whose LLM is LlamaIndex's `MockLLM`, which answers with the prompt it was given.
 the same chunks. That package pins PyStemmer<3, and PyStemmer 2 stems some words
 differently from the PyStemmer 3 that heta_eval's own BM25 uses (75 of SciFact's 36,116
 words), so it is not part of the `llamaindex` extra: install it yourself to use it.
+
+LlamaIndex is imported when a factory is called (listing the recipes imports this module);
+framework types are `Any` in the signatures, so that the arguments' own types can be checked
+at assembly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-from llama_index.core import Document, SimpleKeywordTableIndex
-from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.llms import MockLLM
-from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.response_synthesizers import ResponseMode
-from llama_index.core.schema import BaseNode
 
 from heta_eval.bridges.factory import require
 
@@ -36,14 +31,16 @@ BM25_HINT = (
 )
 
 
-def chunk_id(index: int, document: BaseNode) -> str:
+def chunk_id(index: int, document: Any) -> str:
     """A node's id: its document's id and its position (LlamaIndex's default is random)."""
     return f"{document.node_id}/{index}"
 
 
-def split(documents: Sequence[Document], chunk_size: int, chunk_overlap: int) -> list[BaseNode]:
+def split(documents: Sequence[Any], chunk_size: int, chunk_overlap: int) -> list[Any]:
     """`SentenceSplitter` nodes of at most `chunk_size` tokens, each with its document's
     metadata, its offsets in the document and a repeatable id."""
+    from llama_index.core.node_parser import SentenceSplitter
+
     splitter = SentenceSplitter(
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, id_func=chunk_id
     )
@@ -51,30 +48,37 @@ def split(documents: Sequence[Document], chunk_size: int, chunk_overlap: int) ->
 
 
 def keyword_retriever(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     chunk_size: int = 1024,
     chunk_overlap: int = 20,
     k: int = 10,
     max_keywords_per_query: int = 10,
-) -> BaseRetriever:
+) -> Any:
     """A keyword table's retriever: at most `k` chunks holding the most of the query's
     (at most `max_keywords_per_query`) keywords."""
+    from llama_index.core import SimpleKeywordTableIndex
+    from llama_index.core.llms import MockLLM
+
     index = SimpleKeywordTableIndex(split(documents, chunk_size, chunk_overlap), llm=MockLLM())
     return index.as_retriever(num_chunks_per_query=k, max_keywords_per_query=max_keywords_per_query)
 
 
 def keyword_query_engine(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     chunk_size: int = 1024,
     chunk_overlap: int = 20,
     k: int = 4,
-) -> BaseQueryEngine:
+) -> Any:
     """`keyword_retriever`'s top `k` chunks answered by `MockLLM` (it repeats its prompt) in
     one call (`simple_summarize`: the chunks are cut to fit one prompt; LlamaIndex's default,
     `compact`, would refine an answer over several prompts, and an echoed prompt outgrows
     the next one)."""
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.response_synthesizers import ResponseMode
+
     retriever = keyword_retriever(
         documents, chunk_size=chunk_size, chunk_overlap=chunk_overlap, k=k
     )
@@ -84,7 +88,7 @@ def keyword_query_engine(
 
 
 def bm25_retriever(
-    documents: Sequence[Document],
+    documents: Sequence[Any],
     *,
     chunk_size: int = 1024,
     chunk_overlap: int = 20,
