@@ -87,21 +87,6 @@ def test_a_tracked_run_starts_no_helper_worker(tmp_path: Path) -> None:
     assert client.get_run(run_id).info.status == "FINISHED"
 
 
-@pytest.mark.slow  # a real process: its children are what is counted
-@pytest.mark.xfail(
-    strict=True,
-    reason="besides heta_eval's own `git rev-parse HEAD`, importing MLflow runs `uname -p` "
-    "(mlflow.telemetry.schemas: platform.platform()) and MLflow's run-context registry "
-    "(tracking/run_context.py: resolve_tags) runs git four times through GitPython",
-)
-def test_a_tracked_run_starts_at_most_one_process(tmp_path: Path) -> None:
-    _, lines, seen = _counted_run(tmp_path, "runner.limit=5")
-    (main,) = lines
-    started = [f"{event}: {args}" for event, args in main["started"]]
-    assert len(started) <= 1, started
-    assert len(seen) <= 1, seen
-
-
 @pytest.mark.slow  # a real process: its imports and children are what is counted
 def test_a_basic_launcher_sweep_runs_its_jobs_in_one_process_importing_mlflow_once(
     tmp_path: Path,
