@@ -2,7 +2,7 @@
 
 bm25s builds its index document by document in Python: a set and a Counter of each
 document's token ids, a few small numpy calls per document, then an argsort of every
-(term, document) pair. At 200k documents that is about 13 s, half the build. `FlatBM25` is
+(term, document) pair: half of a large build (docs/performance.md). `FlatBM25` is
 bm25s's `BM25` (bm25s documents `build_index_from_ids` as the method to override) whose
 construction, given a `FlatTokens` corpus, sorts the corpus's (term, document) keys once in
 place and computes every score at once with bm25s's own idf and term-frequency functions.
