@@ -33,8 +33,8 @@ class SharedRun:
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     """The default evaluation (sample benchmark, bm25, tracked in SQLite), once per process.
-    Tests read it; a test that runs more commands on its root finds this run by its id (the
-    store then holds more runs), and expects no other test's runs there but its own."""
+    Tests read it; the few that evaluate again on its root (from its caches) add runs there,
+    so a test finds this run by its id, never as the store's only run."""
     cwd = tmp_path_factory.mktemp("sample-run")
     root = cwd / "outputs"
     result = call_cli_once("heta-eval", [f"paths.root={root}", "runner.progress=off"], cwd=cwd)
