@@ -47,6 +47,7 @@ def test_cli_run_without_a_terminal_logs_one_line_per_stage_start_and_end(
     assert "documents: 36 documents" in lines and "corpus query+score: 48 queries" in lines
 
 
+@pytest.mark.slow  # two unit-worker processes start, each importing the package
 def test_many_units_in_workers_report_units_done_and_results_do_not_change(
     cli: InProcessCli, tmp_path: Path
 ) -> None:
