@@ -105,7 +105,6 @@ def _call(
             code = _status(exc.code)
         finally:
             GlobalHydra.instance().clear()
-            _end_sweep_sharing()
             if os.environ != saved_environment:
                 os.environ.clear()
                 os.environ.update(saved_environment)
@@ -117,15 +116,3 @@ def _call(
                     root.removeHandler(handler)
                     handler.close()
     return code
-
-
-def _end_sweep_sharing() -> None:
-    """The jobs of a sweep share the workers of the process that launched them
-    (`heta_eval.run.sweep_workers`), which stays a sweep process until it exits; here that
-    process is the test process: stop sharing when the command ends, as its exit would, or
-    every later run in it would hand its report.html and MLflow run to those workers and
-    return before they are written."""
-    workers = sys.modules.get("heta_eval.run.sweep_workers")
-    if workers is not None and workers.enabled():
-        workers.shutdown()
-        workers._enabled = False  # what a new process starts with
