@@ -63,7 +63,7 @@ def _artifact(client: MlflowClient, run_id: str, name: str, dest: Path) -> str:
     return Path(client.download_artifacts(run_id, name, str(dest))).read_text(encoding="utf-8")
 
 
-# --- the bundled sample as a suite: fast -----------------------------------------------------
+# --- the bundled sample as a suite, swept once for the module ------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -255,6 +255,7 @@ def test_reproduce_check_passes_on_the_quick_rows(beir_root: Path, cli: InProces
     assert "reproduction matrix" in proc.stdout
 
 
+@pytest.mark.slow  # reads the sample suite's sweep (four evaluations)
 def test_references_in_the_table_compare_like_with_like(
     sample_suite: tuple[Path, str], tmp_path: Path
 ) -> None:

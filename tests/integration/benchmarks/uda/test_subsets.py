@@ -58,7 +58,6 @@ def test_evidence_that_names_only_the_document_is_skipped_not_1(
     assert all(m is not None for m in match) and min(match) < 1.0
 
 
-@pytest.mark.slow
 def test_the_baseline_recipe_is_one_override(uda_root: Path, tmp_path: Path) -> None:
     report = heta_eval.evaluate(
         overrides=[

@@ -22,10 +22,12 @@ def synthetic_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow  # three BM25 methods on 2,000 documents, whole and in three shards
 def test_shards_score_bit_for_bit_as_one_bm25s_index(synthetic_dir: Path) -> None:
-    rows = [json.loads(line) for line in (synthetic_dir / "corpus.jsonl").open()]
+    documents = (synthetic_dir / "corpus.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in documents]
     texts = [f"{r['title']}\n\n{r['text']}" for r in rows]
     texts[10] = "the of and"  # no term after stopwords: bm25s's empty token scores it
-    queries = [json.loads(line)["text"] for line in (synthetic_dir / "queries.jsonl").open()]
+    lines = (synthetic_dir / "queries.jsonl").read_text().splitlines()
+    queries = [json.loads(line)["text"] for line in lines]
     queries += ["the and", "qqqzzz", "qqqzzz " + queries[0]]  # no known term, then some
     chunks = [
         Chunk(chunk_id=f"c{i}", chunk_index=0, document_id=f"d{i}", source_key=f"k{i}",
