@@ -20,7 +20,10 @@ from .conftest import nothing_written
     [
         ("+recipe.chunker.bogus=1", "recipe.chunker.bogus: heta_eval.kb.FixedSizeChunker takes"),
         ("+recipe.indexes.bm25.k=2", "did you mean recipe.indexes.bm25.k1?"),
-        ("recipe.indexes.bm25.k1=-1", "recipe.indexes.bm25: cannot create heta_eval.kb.BM25Index"),
+        (
+            "recipe.indexes.bm25.k1=-1",
+            "recipe.indexes.bm25.k1: -1 is not accepted by heta_eval.kb.BM25Index: out of range; allowed: [0, 100]",
+        ),
         (
             "recipe.indexes.bm25.method=nonsense",
             "recipe.indexes.bm25.method: 'nonsense' is not accepted",

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heta_eval.protocol import Evaluator
-
 import heta_eval
+from heta_eval.protocols import Evaluator
 from heta_eval.records import BenchmarkCase, EvaluationScore, QueryResponse
 
 

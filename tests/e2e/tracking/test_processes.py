@@ -51,8 +51,11 @@ def _counted_run(tmp_path: Path, *args: str, **env: str) -> tuple[Any, list[dict
         ) as proc,
     ):
         deadline = time.monotonic() + 300
+        own = Path(f"/proc/{proc.pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200]
         while proc.poll() is None and time.monotonic() < deadline:
-            seen.update(descendants(proc.pid))
+            # A child that still shows the run's own command line is one between its fork
+            # and its exec (MLflow's and our git and uname calls): not a process of its own.
+            seen.update({p: argv for p, argv in descendants(proc.pid).items() if argv != own})
             time.sleep(0.05)
         proc.wait(timeout=60)
     out, err = out_file.read_text(), err_file.read_text()
