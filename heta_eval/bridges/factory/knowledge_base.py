@@ -9,14 +9,14 @@ knowledge base's manifest.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from heta_eval.bridges.factory.sources import RetrievedItem, query_result
+from heta_eval.protocols import BaseKnowledgeBase
 from heta_eval.records import (
-    BenchmarkCase,
     BuildStep,
     KnowledgeBaseManifest,
     QueryResponse,
@@ -47,7 +47,7 @@ class BuildFacts:
     document_errors: Mapping[str, str]
 
 
-class FactoryKnowledgeBase(ABC):
+class FactoryKnowledgeBase(BaseKnowledgeBase):
     """A knowledge base a user's factory built with a framework (`product`: a retriever, a
     query engine, a chain or a pipeline); a subclass asks the framework (`ask`)."""
 
@@ -105,27 +105,3 @@ class FactoryKnowledgeBase(ABC):
         return QueryResponse(
             query=text, mode=mode, results=results[:top_k], answer=found.answer, trace=trace
         )
-
-    async def query_case(
-        self, case: BenchmarkCase, *, unit_id: str, mode: str, top_k: int = 10
-    ) -> QueryResponse:
-        """The response to the case's query text."""
-        return await self.query(case.query, mode=mode, top_k=top_k)
-
-    async def query_many(
-        self,
-        texts: Sequence[str],
-        *,
-        mode: str,
-        top_k: int = 10,
-        options: Mapping[str, Any] | None = None,
-    ) -> list[QueryResponse]:
-        """Each text queried alone, one after another."""
-        return [await self.query(t, mode=mode, top_k=top_k, options=options) for t in texts]
-
-    def exact_in_batches(self, mode: str) -> bool:
-        """No mode is retrieved in batches: the framework is asked one query at a time."""
-        return False
-
-    async def aclose(self) -> None:  # noqa: B027 (a default, not an abstract method)
-        """Nothing to release: the framework's objects go with the knowledge base."""
